@@ -1,0 +1,23 @@
+/* The protocol clock: CLOCK_BOOTTIME in nanoseconds. Tests may run it faster
+ * with WEFT_TEST_CLOCK_SPEEDUP=N (N in 1..1000) so that rekey and expiry rules
+ * that take minutes can be exercised in seconds; production never sets it. */
+#ifndef WEFT_WG_CLOCK_H
+#define WEFT_WG_CLOCK_H
+
+#include <stdint.h>
+
+#define NSEC_PER_SEC 1000000000ull
+#define NSEC_PER_MSEC 1000000ull
+
+/* Reads the environment once; call before starting threads. */
+void wg_clock_init(void);
+uint64_t wg_clock_now(void);
+/* Real nanoseconds for a protocol duration (for poll timeouts). */
+uint64_t wg_clock_to_real(uint64_t protocol_ns);
+
+static inline int wg_clock_after(uint64_t now, uint64_t since, uint64_t dur)
+{
+	return now - since >= dur;
+}
+
+#endif
