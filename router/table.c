@@ -1,1 +1,544 @@
-/* placeholder */
+/* The forwarding table (and WireGuard's allowed IPs): longest-prefix match
+ * over IPv4 and IPv6 prefixes that map to opaque values.
+ *
+ * Structure, per family: a direct-indexed array of 2^16 slots on the top
+ * 16 address bits. Each slot holds a path-compressed binary trie (in the
+ * spirit of the kernel's allowedips.c) of the prefixes of length >= 16 that
+ * fall in it, and a pointer to the node of the longest prefix shorter than
+ * 16 bits that covers the whole slot. Those short prefixes live in a small
+ * trie of their own. Why not one trie: with a million routes a binary trie
+ * is ~20 levels deep and every level is a dependent cache miss; the slot
+ * array (1 MiB, mostly resident in L2) replaces the top 16 levels with one
+ * load. Slots point at short-prefix nodes rather than copy their values so
+ * that replacing the value of ::/0 is O(1) instead of 65536 writes. The
+ * array is calloc'ed, so a small table only touches the pages it uses.
+ *
+ * Keys are host-order 64-bit words (an IPv4 address sits in the top half of
+ * word 0), masked to the prefix length, so prefix tests compare whole words.
+ * Nodes come from a per-table pool: fixed size, no per-node malloc header,
+ * freed all at once by rt_table_free. A node without a value is a branch and
+ * always has two children; removal collapses branches left with one.
+ *
+ * Concurrency: not thread-safe by itself. The owner (the device for allowed
+ * IPs, the router for forwarding) serialises: writers (insert/remove) exclude
+ * each other and every reader, e.g. with a read-write lock or by applying
+ * changes while data-path workers are quiesced. Readers (rt_lookup,
+ * rt_walk_value, rt_count) never write, so any number may run together.
+ *
+ * A NULL value is refused (-EINVAL): rt_lookup could not tell it from "no
+ * route". rt_walk_value and rt_remove_value visit the whole table, O(routes).
+ */
+#include "router/table.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+enum {
+	SLOT_BITS = 16,
+	N_SLOTS = 1 << SLOT_BITS,
+	POOL_FIRST_CHUNK = 64,   /* nodes; chunks double up to POOL_MAX_CHUNK */
+	POOL_MAX_CHUNK = 16384,
+};
+
+struct rt_node {
+	struct rt_node *child[2];
+	void *value;       /* NULL: a branch joining two subtries */
+	uint64_t key[2];   /* host order, zero beyond cidr */
+	uint8_t cidr;
+};
+
+struct rt_slot {
+	struct rt_node *root;             /* prefixes of >= SLOT_BITS bits */
+	const struct rt_node *short_node; /* longest shorter prefix over the slot */
+};
+
+struct rt_family {
+	struct rt_slot *slots;    /* NULL until the first insert */
+	struct rt_node *short_root;
+	size_t count;
+	uint8_t bits;
+	int af;
+};
+
+struct rt_chunk {
+	struct rt_chunk *next;
+	uint32_t used, cap;
+	struct rt_node nodes[];
+};
+
+struct rt_table {
+	struct rt_family fam[2]; /* IPv4, IPv6: the order rt_walk_value reports */
+	struct rt_chunk *chunks;
+	struct rt_node *free_nodes; /* linked through child[0] */
+};
+
+static struct rt_node *node_alloc(struct rt_table *t)
+{
+	struct rt_node *n = t->free_nodes;
+
+	if (n) {
+		t->free_nodes = n->child[0];
+	} else {
+		struct rt_chunk *c = t->chunks;
+
+		if (!c || c->used == c->cap) {
+			uint32_t cap = c ? c->cap * 2 : POOL_FIRST_CHUNK;
+
+			if (cap > POOL_MAX_CHUNK)
+				cap = POOL_MAX_CHUNK;
+			c = malloc(sizeof(*c) + (size_t)cap * sizeof(struct rt_node));
+			if (!c)
+				return NULL;
+			c->next = t->chunks;
+			c->used = 0;
+			c->cap = cap;
+			t->chunks = c;
+		}
+		n = &c->nodes[c->used++];
+	}
+	memset(n, 0, sizeof(*n));
+	return n;
+}
+
+static void node_free(struct rt_table *t, struct rt_node *n)
+{
+	n->child[0] = t->free_nodes;
+	t->free_nodes = n;
+}
+
+static struct rt_family *family_of(const struct rt_table *t, int af)
+{
+	if (af == AF_INET)
+		return (struct rt_family *)&t->fam[0];
+	if (af == AF_INET6)
+		return (struct rt_family *)&t->fam[1];
+	return NULL;
+}
+
+static void load_key(const struct rt_family *f, const void *addr, uint64_t k[2])
+{
+	if (f->bits == 32) {
+		uint32_t a;
+
+		memcpy(&a, addr, 4);
+		k[0] = (uint64_t)be32toh(a) << 32;
+		k[1] = 0;
+	} else {
+		memcpy(k, addr, 16);
+		k[0] = be64toh(k[0]);
+		k[1] = be64toh(k[1]);
+	}
+}
+
+static void store_key(const struct rt_family *f, const uint64_t k[2], uint8_t out[16])
+{
+	if (f->bits == 32) {
+		uint32_t a = htobe32((uint32_t)(k[0] >> 32));
+
+		memcpy(out, &a, 4);
+	} else {
+		uint64_t w[2] = { htobe64(k[0]), htobe64(k[1]) };
+
+		memcpy(out, w, 16);
+	}
+}
+
+/* The masks of the first cidr bits of each word, for cidr in 0..128. */
+static inline uint64_t mask0(unsigned int cidr)
+{
+	return cidr >= 64 ? ~0ull : ~(~0ull >> cidr);
+}
+
+static inline uint64_t mask1(unsigned int cidr)
+{
+	return cidr <= 64 ? 0 : ~((~0ull >> 1) >> (cidr - 65));
+}
+
+static void mask_key(uint64_t k[2], unsigned int cidr)
+{
+	k[0] &= mask0(cidr);
+	k[1] &= mask1(cidr);
+}
+
+static inline unsigned int common_bits(const uint64_t a[2], const uint64_t b[2])
+{
+	uint64_t x0 = a[0] ^ b[0], x1 = a[1] ^ b[1];
+
+	if (x0)
+		return (unsigned int)__builtin_clzll(x0);
+	return x1 ? 64 + (unsigned int)__builtin_clzll(x1) : 128;
+}
+
+/* Bit i (0 = most significant) of a key; i < 128. */
+static inline unsigned int bit_at(const uint64_t k[2], unsigned int i)
+{
+	return (unsigned int)(k[i >> 6] >> (63 - (i & 63))) & 1;
+}
+
+static inline unsigned int slot_of(const uint64_t k[2])
+{
+	return (unsigned int)(k[0] >> (64 - SLOT_BITS));
+}
+
+/* The deepest node with a value whose prefix covers k, or best. bits is a
+ * constant at each call so that the IPv4 walk never touches word 1. */
+static inline __attribute__((always_inline)) const struct rt_node *
+find(const struct rt_node *n, uint64_t k0, uint64_t k1, unsigned int bits,
+     const struct rt_node *best)
+{
+	while (n) {
+		uint64_t diff = (k0 ^ n->key[0]) & mask0(n->cidr);
+
+		if (bits == 128)
+			diff |= (k1 ^ n->key[1]) & mask1(n->cidr);
+		if (diff)
+			break;
+		if (n->value)
+			best = n;
+		if (n->cidr == bits)
+			break;
+		if (bits == 32 || n->cidr < 64)
+			n = n->child[(k0 >> (63 - n->cidr)) & 1];
+		else
+			n = n->child[(k1 >> (127 - n->cidr)) & 1];
+	}
+	return best;
+}
+
+void *rt_lookup(const struct rt_table *t, int family, const void *addr)
+{
+	const struct rt_node *best;
+	const struct rt_slot *s;
+
+	if (family == AF_INET) {
+		uint32_t a;
+		uint64_t k0;
+
+		if (!t->fam[0].slots)
+			return NULL;
+		memcpy(&a, addr, 4);
+		k0 = (uint64_t)be32toh(a) << 32;
+		s = &t->fam[0].slots[k0 >> (64 - SLOT_BITS)];
+		best = find(s->root, k0, 0, 32, s->short_node);
+	} else if (family == AF_INET6) {
+		uint64_t k[2];
+
+		if (!t->fam[1].slots)
+			return NULL;
+		memcpy(k, addr, 16);
+		k[0] = be64toh(k[0]);
+		k[1] = be64toh(k[1]);
+		s = &t->fam[1].slots[k[0] >> (64 - SLOT_BITS)];
+		best = find(s->root, k[0], k[1], 128, s->short_node);
+	} else {
+		return NULL;
+	}
+	return best ? best->value : NULL;
+}
+
+static const struct rt_node *find_short(const struct rt_family *f, const uint64_t k[2])
+{
+	if (f->bits == 32)
+		return find(f->short_root, k[0], 0, 32, NULL);
+	return find(f->short_root, k[0], k[1], 128, NULL);
+}
+
+/* Puts (k, cidr) -> value in the trie at *link. *node gets the prefix's
+ * node; *added whether the prefix is new (not a replacement). */
+static int trie_insert(struct rt_table *t, struct rt_node **link, const uint64_t k[2],
+		       uint8_t cidr, void *value, struct rt_node **node, bool *added)
+{
+	struct rt_node *n, *leaf, *branch;
+	unsigned int c;
+
+	while ((n = *link) && n->cidr <= cidr && common_bits(n->key, k) >= n->cidr) {
+		if (n->cidr == cidr) {
+			*added = !n->value;
+			n->value = value;
+			*node = n;
+			return 0;
+		}
+		link = &n->child[bit_at(k, n->cidr)];
+	}
+
+	leaf = node_alloc(t);
+	if (!leaf)
+		return -ENOMEM;
+	leaf->key[0] = k[0];
+	leaf->key[1] = k[1];
+	leaf->cidr = cidr;
+	leaf->value = value;
+	*node = leaf;
+	*added = true;
+	if (!n) {
+		*link = leaf;
+		return 0;
+	}
+
+	/* n is longer than the new prefix or diverges from it, so c < n->cidr. */
+	c = common_bits(n->key, k);
+	if (c >= cidr) {
+		leaf->child[bit_at(n->key, cidr)] = n;
+		*link = leaf;
+		return 0;
+	}
+	branch = node_alloc(t);
+	if (!branch) {
+		node_free(t, leaf);
+		return -ENOMEM;
+	}
+	branch->key[0] = k[0];
+	branch->key[1] = k[1];
+	mask_key(branch->key, c);
+	branch->cidr = (uint8_t)c;
+	branch->child[bit_at(k, c)] = leaf;
+	branch->child[bit_at(n->key, c)] = n;
+	*link = branch;
+	return 0;
+}
+
+/* A node without a value keeps its place only while it joins two children. */
+static void collapse(struct rt_table *t, struct rt_node **link)
+{
+	struct rt_node *n = *link;
+
+	if (!n || n->value || (n->child[0] && n->child[1]))
+		return;
+	*link = n->child[0] ? n->child[0] : n->child[1];
+	node_free(t, n);
+}
+
+/* Points every slot under short prefix n at n unless a longer short
+ * prefix already covers it (whose whole block is then skipped). */
+static void short_spread(struct rt_family *f, const struct rt_node *n)
+{
+	unsigned int i = slot_of(n->key), end = i + (1u << (SLOT_BITS - n->cidr));
+
+	while (i < end) {
+		const struct rt_node *cur = f->slots[i].short_node;
+
+		if (cur && cur->cidr > n->cidr) {
+			i = slot_of(cur->key) + (1u << (SLOT_BITS - cur->cidr));
+		} else {
+			f->slots[i].short_node = n;
+			i++;
+		}
+	}
+}
+
+/* Hands the slots of a removed short prefix n to the prefix that covered it. */
+static void short_unspread(struct rt_family *f, const struct rt_node *n,
+			   const struct rt_node *cover)
+{
+	unsigned int i = slot_of(n->key), end = i + (1u << (SLOT_BITS - n->cidr));
+
+	for (; i < end; i++)
+		if (f->slots[i].short_node == n)
+			f->slots[i].short_node = cover;
+}
+
+int rt_insert(struct rt_table *t, int family, const void *addr, uint8_t cidr, void *value)
+{
+	struct rt_family *f = family_of(t, family);
+	struct rt_node *node;
+	uint64_t k[2];
+	bool added;
+	int ret;
+
+	if (!f || cidr > f->bits || !value)
+		return -EINVAL;
+	if (!f->slots) {
+		f->slots = calloc(N_SLOTS, sizeof(*f->slots));
+		if (!f->slots)
+			return -ENOMEM;
+	}
+	load_key(f, addr, k);
+	if (cidr < SLOT_BITS)
+		ret = trie_insert(t, &f->short_root, k, cidr, value, &node, &added);
+	else
+		ret = trie_insert(t, &f->slots[slot_of(k)].root, k, cidr, value, &node, &added);
+	if (ret)
+		return ret;
+	if (added) {
+		f->count++;
+		if (cidr < SLOT_BITS)
+			short_spread(f, node);
+	}
+	return 0;
+}
+
+int rt_remove(struct rt_table *t, int family, const void *addr, uint8_t cidr, const void *value)
+{
+	struct rt_family *f = family_of(t, family);
+	struct rt_node **link, **parent = NULL, *n;
+	const struct rt_node *cover = NULL;
+	uint64_t k[2];
+
+	if (!f || cidr > f->bits || !f->slots)
+		return -ENOENT;
+	load_key(f, addr, k);
+	mask_key(k, cidr);
+	link = cidr < SLOT_BITS ? &f->short_root : &f->slots[slot_of(k)].root;
+	while ((n = *link) && n->cidr < cidr && common_bits(n->key, k) >= n->cidr) {
+		if (n->value)
+			cover = n;
+		parent = link;
+		link = &n->child[bit_at(k, n->cidr)];
+	}
+	if (!n || n->cidr != cidr || common_bits(n->key, k) < cidr || !n->value)
+		return -ENOENT;
+	if (value && n->value != value)
+		return -ENOENT;
+
+	if (cidr < SLOT_BITS)
+		short_unspread(f, n, cover);
+	n->value = NULL;
+	f->count--;
+	/* Only n and its parent can have been left a branch with < 2 children. */
+	collapse(t, link);
+	if (parent)
+		collapse(t, parent);
+	return 0;
+}
+
+/* Clears value from every node under *link, children first so that each
+ * node sees its final children when it decides whether to collapse. */
+static size_t prune(struct rt_table *t, struct rt_node **link, const void *value)
+{
+	struct rt_node *n = *link;
+	size_t removed;
+
+	if (!n)
+		return 0;
+	removed = prune(t, &n->child[0], value) + prune(t, &n->child[1], value);
+	if (n->value == value) {
+		n->value = NULL;
+		removed++;
+	}
+	collapse(t, link);
+	return removed;
+}
+
+size_t rt_remove_value(struct rt_table *t, const void *value)
+{
+	size_t total = 0;
+
+	if (!value)
+		return 0;
+	for (int i = 0; i < 2; i++) {
+		struct rt_family *f = &t->fam[i];
+		size_t removed;
+
+		if (!f->slots)
+			continue;
+		removed = prune(t, &f->short_root, value);
+		if (removed) {
+			/* Short nodes may be gone: point every slot afresh. */
+			for (unsigned int s = 0; s < N_SLOTS; s++) {
+				uint64_t k[2] = { (uint64_t)s << (64 - SLOT_BITS), 0 };
+
+				f->slots[s].short_node = find_short(f, k);
+			}
+		}
+		for (unsigned int s = 0; s < N_SLOTS; s++)
+			removed += prune(t, &f->slots[s].root, value);
+		f->count -= removed;
+		total += removed;
+	}
+	return total;
+}
+
+struct walk {
+	const struct rt_family *f;
+	const void *value;
+	rt_walk_fn fn;
+	void *ctx;
+	unsigned int next_slot; /* slots below this one have been walked */
+};
+
+/* Pre-order, child 0 first: ascending address, then ascending cidr. */
+static void walk_trie(const struct walk *w, const struct rt_node *n)
+{
+	uint8_t addr[16];
+
+	for (; n; n = n->child[1]) {
+		if (n->value == w->value) {
+			store_key(w->f, n->key, addr);
+			w->fn(w->ctx, w->f->af, addr, n->cidr);
+		}
+		walk_trie(w, n->child[0]);
+	}
+}
+
+static void walk_slots(struct walk *w, unsigned int end)
+{
+	for (; w->next_slot < end; w->next_slot++)
+		walk_trie(w, w->f->slots[w->next_slot].root);
+}
+
+/* A short prefix starts at a slot boundary: it comes after every slot
+ * below its own and before the longer prefixes inside its first slot. */
+static void walk_short(struct walk *w, const struct rt_node *n)
+{
+	uint8_t addr[16];
+
+	for (; n; n = n->child[1]) {
+		if (n->value == w->value) {
+			walk_slots(w, slot_of(n->key));
+			store_key(w->f, n->key, addr);
+			w->fn(w->ctx, w->f->af, addr, n->cidr);
+		}
+		walk_short(w, n->child[0]);
+	}
+}
+
+void rt_walk_value(const struct rt_table *t, const void *value, rt_walk_fn fn, void *ctx)
+{
+	if (!value)
+		return;
+	for (int i = 0; i < 2; i++) {
+		struct walk w = { .f = &t->fam[i], .value = value, .fn = fn, .ctx = ctx };
+
+		if (!w.f->slots || !w.f->count)
+			continue;
+		walk_short(&w, w.f->short_root);
+		walk_slots(&w, N_SLOTS);
+	}
+}
+
+size_t rt_count(const struct rt_table *t)
+{
+	return t->fam[0].count + t->fam[1].count;
+}
+
+struct rt_table *rt_table_new(void)
+{
+	struct rt_table *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->fam[0].bits = 32;
+	t->fam[0].af = AF_INET;
+	t->fam[1].bits = 128;
+	t->fam[1].af = AF_INET6;
+	return t;
+}
+
+void rt_table_free(struct rt_table *t)
+{
+	struct rt_chunk *c, *next;
+
+	if (!t)
+		return;
+	for (c = t->chunks; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	free(t->fam[0].slots);
+	free(t->fam[1].slots);
+	free(t);
+}

@@ -41,3 +41,11 @@ uint64_t wg_clock_to_real(uint64_t protocol_ns)
 {
 	return protocol_ns / speedup;
 }
+
+uint64_t wg_clock_realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}

@@ -12,6 +12,8 @@
 /* Reads the environment once; call before starting threads. */
 void wg_clock_init(void);
 uint64_t wg_clock_now(void);
+/* Wall-clock time (CLOCK_REALTIME) in nanoseconds since the epoch. */
+uint64_t wg_clock_realtime_ns(void);
 /* Real nanoseconds for a protocol duration (for poll timeouts). */
 uint64_t wg_clock_to_real(uint64_t protocol_ns);
 

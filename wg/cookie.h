@@ -47,7 +47,8 @@ void wg_cookie_checker_set_key(struct wg_cookie_checker *c, const uint8_t public
  * ending in struct wg_macs. mac2 is checked only when check_cookie. */
 enum wg_cookie_result wg_cookie_validate(struct wg_cookie_checker *c, const uint8_t *msg, size_t len,
 					 const union wg_sockaddr *src, bool check_cookie, uint64_t now);
-/* Builds the cookie reply to the handshake message msg from src. */
+/* Builds the cookie reply to the handshake message msg from src;
+ * sender_index is that message's sender index in host byte order. */
 bool wg_cookie_create_reply(struct wg_msg_cookie *out, struct wg_cookie_checker *c,
 			    const uint8_t *msg, size_t len, uint32_t sender_index,
 			    const union wg_sockaddr *src, uint64_t now);

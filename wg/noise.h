@@ -63,7 +63,9 @@ void wg_noise_identity_set(struct wg_noise_identity *id, const uint8_t private_k
 
 /* Prepares a peer's handshake: remembers its public key and preshared key
  * (NULL = none) and precomputes the static-static DH. Call again whenever the
- * identity or the preshared key changes. State becomes ZEROED. */
+ * identity or the preshared key changes. State becomes ZEROED. hs must be
+ * zeroed before the first call: a later call for the same remote key keeps
+ * latest_timestamp, so reconfiguring does not reopen the replay window. */
 void wg_noise_handshake_init(struct wg_noise_handshake *hs, const struct wg_noise_identity *id,
 			     const uint8_t remote_static[WG_KEY_LEN],
 			     const uint8_t preshared_key[WG_KEY_LEN]);

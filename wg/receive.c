@@ -1,1 +1,182 @@
-/* placeholder */
+/* The receive path for data messages.
+ *
+ * Security model: everything in a datagram is attacker-controlled until the
+ * AEAD tag verifies, and the inner packet is the peer's word until its source
+ * routes back to that peer. Nothing is read past len; every reject has its
+ * own counter. The replay window is updated only after authentication. */
+#include "wg/receive.h"
+
+#include <netinet/ip.h>
+#include <netinet/ip6.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "router/table.h"
+#include "wg/clock.h"
+#include "wg/device.h"
+#include "wg/handshake.h"
+#include "wg/log.h"
+#include "wg/peer.h"
+
+/* Checks an inner IPv4/IPv6 header against the plaintext length, trims the
+ * padding, and returns the family and source address; 0 when malformed. */
+static int inner_source(uint8_t *p, uint32_t *len, const uint8_t **src)
+{
+	if (*len >= sizeof(struct iphdr) && (p[0] >> 4) == 4) {
+		const struct iphdr *ip = (const struct iphdr *)p;
+		uint32_t tot = ntohs(ip->tot_len);
+
+		if (ip->ihl < 5 || tot < ip->ihl * 4u || tot > *len)
+			return 0;
+		*len = tot;
+		*src = p + offsetof(struct iphdr, saddr);
+		return AF_INET;
+	}
+	if (*len >= sizeof(struct ip6_hdr) && (p[0] >> 4) == 6) {
+		const struct ip6_hdr *ip6 = (const struct ip6_hdr *)p;
+		uint32_t tot = sizeof(*ip6) + ntohs(ip6->ip6_plen);
+
+		if (tot > *len)
+			return 0;
+		*len = tot;
+		*src = p + offsetof(struct ip6_hdr, ip6_src);
+		return AF_INET6;
+	}
+	return 0;
+}
+
+static bool keypair_can_receive(const struct wg_keypair *kp, uint64_t now)
+{
+	return atomic_load_explicit(&kp->send_valid, memory_order_relaxed) &&
+	       !wg_keypair_expired(kp, now);
+}
+
+/* With peer->lock held: should the initiator rekey before its keys expire?
+ * (whitepaper §6.2: REJECT_AFTER_TIME - KEEPALIVE_TIMEOUT - REKEY_TIMEOUT) */
+static bool wants_lastminute_rekey(struct wg_peer *peer, uint64_t now)
+{
+	struct wg_keypair *cur = peer->keypairs.current;
+
+	if (!cur || !cur->keys.initiator || peer->sent_lastminute_handshake)
+		return false;
+	if (!wg_clock_after(now, cur->birthdate,
+			    (uint64_t)(WG_REJECT_AFTER_TIME - WG_KEEPALIVE_TIMEOUT - WG_REKEY_TIMEOUT) *
+				    NSEC_PER_SEC))
+		return false;
+	peer->sent_lastminute_handshake = true;
+	return true;
+}
+
+static bool receive_data(struct wg_device *dev, struct wg_pkt *pkt, struct wg_tx *tx)
+{
+	const struct wg_msg_data *hdr = (const struct wg_msg_data *)wg_pkt_payload(pkt);
+	uint32_t datagram_len = pkt->len, plain_len;
+	uint64_t now = wg_clock_now(), counter;
+	struct wg_keypair *kp;
+	struct wg_peer *peer;
+	const uint8_t *src;
+	bool confirmed, rekey, ok;
+	int family;
+
+	kp = wg_index_get_keypair(&dev->index, le32toh(hdr->receiver_index));
+	if (!kp) {
+		wg_stat_inc(&dev->stats, drop_unknown_index);
+		return false;
+	}
+	if (!keypair_can_receive(kp, now)) {
+		wg_stat_inc(&dev->stats, drop_key_expired);
+		goto drop;
+	}
+	counter = le64toh(hdr->counter);
+	plain_len = datagram_len - sizeof(*hdr) - WG_TAG_LEN;
+	if (!aead_open(wg_pkt_payload(pkt) + sizeof(*hdr), wg_pkt_payload(pkt) + sizeof(*hdr),
+		       plain_len + WG_TAG_LEN, NULL, 0, counter, kp->keys.recv_key)) {
+		wg_stat_inc(&dev->stats, drop_decrypt);
+		goto drop;
+	}
+	pthread_spin_lock(&kp->replay_lock);
+	ok = wg_replay_check(&kp->replay, counter, WG_REJECT_AFTER_MESSAGES);
+	pthread_spin_unlock(&kp->replay_lock);
+	if (!ok) {
+		wg_stat_inc(&dev->stats, drop_replay);
+		goto drop;
+	}
+
+	/* Authentic and fresh: it counts as traffic from this peer now, even
+	 * if the inner packet turns out to be unacceptable. */
+	peer = kp->entry.peer;
+	pthread_mutex_lock(&peer->lock);
+	peer->endpoint = pkt->addr; /* roaming */
+	confirmed = wg_keypairs_received_with(&peer->keypairs, kp);
+	if (confirmed) {
+		wg_timers_handshake_complete(&peer->timers);
+		peer->sent_lastminute_handshake = false;
+		atomic_store(&peer->last_handshake_ns, wg_clock_realtime_ns());
+	}
+	wg_timers_any_authenticated_packet_received(&peer->timers);
+	wg_timers_any_authenticated_packet_traversal(&peer->timers, now);
+	if (plain_len)
+		wg_timers_data_received(&peer->timers, now);
+	rekey = wants_lastminute_rekey(peer, now);
+	pthread_mutex_unlock(&peer->lock);
+	atomic_fetch_add_explicit(&peer->rx_bytes, datagram_len, memory_order_relaxed);
+	wg_keypair_put(kp);
+	if (confirmed)
+		wg_send_staged(dev, peer, tx);
+	if (rekey)
+		wg_handshake_request(dev, peer);
+
+	if (!plain_len)
+		return false; /* a keepalive: never written to the TUN */
+	pkt->off += sizeof(*hdr);
+	pkt->len = plain_len;
+	family = inner_source(wg_pkt_payload(pkt), &pkt->len, &src);
+	if (!family) {
+		wg_stat_inc(&dev->stats, drop_malformed);
+		return false;
+	}
+	if (rt_lookup(dev->allowed_ips, family, src) != peer) {
+		wg_stat_inc(&dev->stats, drop_inner_source);
+		log_ratelimited(WG_LOG_DEBUG, "packet has disallowed source address");
+		return false;
+	}
+	wg_stat_inc(&dev->stats, rx_packets);
+	wg_stat_add(&dev->stats, rx_bytes, pkt->len);
+	return true;
+drop:
+	wg_keypair_put(kp);
+	return false;
+}
+
+bool wg_receive(struct wg_device *dev, struct wg_pkt *pkt, struct wg_tx *tx)
+{
+	const uint8_t *p = wg_pkt_payload(pkt);
+	size_t want;
+
+	if (pkt->len < sizeof(struct wg_message_header))
+		goto malformed;
+	switch (p[0]) {
+	case WG_MSG_DATA:
+		if (pkt->len < WG_MSG_DATA_MIN)
+			goto malformed;
+		return receive_data(dev, pkt, tx);
+	case WG_MSG_HANDSHAKE_INITIATION:
+		want = sizeof(struct wg_msg_initiation);
+		break;
+	case WG_MSG_HANDSHAKE_RESPONSE:
+		want = sizeof(struct wg_msg_response);
+		break;
+	case WG_MSG_HANDSHAKE_COOKIE:
+		want = sizeof(struct wg_msg_cookie);
+		break;
+	default:
+		goto malformed;
+	}
+	if (pkt->len != want)
+		goto malformed;
+	wg_handshake_enqueue(dev, p, pkt->len, &pkt->addr);
+	return false;
+malformed:
+	wg_stat_inc(&dev->stats, drop_malformed);
+	return false;
+}

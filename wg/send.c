@@ -1,1 +1,250 @@
-/* placeholder */
+/* The send path. A packet from the TUN is routed to its peer by destination
+ * (cryptokey routing), sealed with the current keypair under a fresh nonce,
+ * padded to a multiple of 16 within the MTU, and handed to a transmitter.
+ * Without a usable keypair it is staged (bounded) and a handshake asked for. */
+#include "wg/send.h"
+
+#include <netinet/ip.h>
+#include <netinet/ip6.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "router/table.h"
+#include "wg/clock.h"
+#include "wg/device.h"
+#include "wg/handshake.h"
+#include "wg/log.h"
+#include "wg/peer.h"
+
+static void direct_emit(struct wg_tx *tx, struct wg_pkt *pkt)
+{
+	int err = wg_socket_send(&tx->dev->sockets, wg_pkt_payload(pkt), pkt->len, &pkt->addr);
+
+	if (err) {
+		wg_stat_inc(&tx->dev->stats, drop_tx_error);
+		log_ratelimited(WG_LOG_DEBUG, "send failed: %s", strerror(-err));
+	}
+	free(pkt);
+}
+
+static void direct_release(struct wg_tx *tx, struct wg_pkt *pkt)
+{
+	free(pkt);
+}
+
+void wg_tx_direct_init(struct wg_tx *tx, struct wg_device *dev)
+{
+	tx->dev = dev;
+	tx->emit = direct_emit;
+	tx->release = direct_release;
+}
+
+static size_t padded_len(size_t len, unsigned int mtu)
+{
+	size_t padded = (len + WG_PADDING_MULTIPLE - 1) & ~(size_t)(WG_PADDING_MULTIPLE - 1);
+
+	if (padded > mtu)
+		padded = len > mtu ? len : mtu;
+	return padded;
+}
+
+/* Seals pkt's inner payload in place into a data message. */
+static void seal(struct wg_pkt *pkt, struct wg_keypair *kp, uint64_t nonce, unsigned int mtu)
+{
+	size_t plen = padded_len(pkt->len, mtu);
+	uint8_t *inner = wg_pkt_payload(pkt);
+	struct wg_msg_data *hdr = (struct wg_msg_data *)(inner - sizeof(*hdr));
+
+	memset(inner + pkt->len, 0, plen - pkt->len);
+	hdr->header.type = WG_MSG_DATA;
+	memset(hdr->header.reserved, 0, sizeof(hdr->header.reserved));
+	hdr->receiver_index = htole32(kp->keys.remote_index);
+	hdr->counter = htole64(nonce);
+	aead_seal(inner, inner, plen, NULL, 0, nonce, kp->keys.send_key);
+	pkt->off -= sizeof(*hdr);
+	pkt->len = (uint32_t)(sizeof(*hdr) + plen + WG_TAG_LEN);
+}
+
+/* Whether the current keypair is old enough that we should start a new
+ * handshake while still using it (whitepaper §6.2). */
+static bool wants_rekey(const struct wg_keypair *kp, uint64_t nonce, uint64_t now)
+{
+	return nonce > WG_REKEY_AFTER_MESSAGES ||
+	       (kp->keys.initiator &&
+		wg_clock_after(now, kp->birthdate, (uint64_t)WG_REKEY_AFTER_TIME * NSEC_PER_SEC));
+}
+
+/* With peer->lock held: the timer events of sending one authenticated message. */
+static void sent_events(struct wg_peer *peer, bool data, uint64_t now)
+{
+	if (data)
+		wg_timers_data_sent(&peer->timers, now);
+	wg_timers_any_authenticated_packet_sent(&peer->timers);
+	wg_timers_any_authenticated_packet_traversal(&peer->timers, now);
+}
+
+static void stage(struct wg_device *dev, struct wg_peer *peer, struct wg_pkt *pkt, struct wg_tx *tx)
+{
+	struct wg_pkt *copy = pkt;
+
+	if (pkt->pooled) {
+		/* Worker buffers are few: keep a heap copy while we wait. */
+		copy = wg_pkt_alloc(pkt->len);
+		if (copy) {
+			memcpy(wg_pkt_payload(copy), wg_pkt_payload(pkt), pkt->len);
+			copy->len = pkt->len;
+		}
+		tx->release(tx, pkt);
+		if (!copy) {
+			wg_stat_inc(&dev->stats, drop_staged_overflow);
+			return;
+		}
+	}
+	if (peer->staged.len >= WG_MAX_STAGED_PACKETS) {
+		/* Drop the oldest, as the kernel does: the newest matter more. */
+		free(wg_pkt_queue_pop(&peer->staged));
+		wg_stat_inc(&dev->stats, drop_staged_overflow);
+	}
+	wg_pkt_queue_push(&peer->staged, copy);
+}
+
+void wg_send_staged(struct wg_device *dev, struct wg_peer *peer, struct wg_tx *tx)
+{
+	struct wg_pkt_queue out = { 0 };
+	struct wg_keypair *kp;
+	union wg_sockaddr dst;
+	uint64_t now = wg_clock_now(), nonce = 0;
+	bool rekey = false, need_handshake = false;
+	struct wg_pkt *p;
+
+	pthread_mutex_lock(&peer->lock);
+	if (!peer->staged.len) {
+		pthread_mutex_unlock(&peer->lock);
+		return;
+	}
+	kp = wg_keypairs_get_sending(&peer->keypairs, now);
+	if (!kp || !peer->endpoint.sa.sa_family) {
+		pthread_mutex_unlock(&peer->lock);
+		wg_keypair_put(kp);
+		wg_handshake_request(dev, peer);
+		return;
+	}
+	dst = peer->endpoint;
+	while ((p = wg_pkt_queue_pop(&peer->staged))) {
+		nonce = atomic_fetch_add_explicit(&kp->send_counter, 1, memory_order_relaxed);
+		if (nonce >= WG_REJECT_AFTER_MESSAGES) {
+			/* Exhausted: put it back in front and start over. */
+			p->next = peer->staged.head;
+			peer->staged.head = p;
+			if (!peer->staged.tail)
+				peer->staged.tail = p;
+			peer->staged.len++;
+			need_handshake = true;
+			break;
+		}
+		p->nonce = nonce;
+		sent_events(peer, p->len > 0, now);
+		wg_pkt_queue_push(&out, p);
+	}
+	rekey = wants_rekey(kp, nonce, now);
+	pthread_mutex_unlock(&peer->lock);
+
+	while ((p = wg_pkt_queue_pop(&out))) {
+		size_t inner = p->len;
+
+		seal(p, kp, p->nonce, dev->mtu);
+		p->addr = dst;
+		atomic_fetch_add_explicit(&peer->tx_bytes, p->len, memory_order_relaxed);
+		wg_stat_inc(&dev->stats, tx_packets);
+		wg_stat_add(&dev->stats, tx_bytes, inner);
+		tx->emit(tx, p);
+	}
+	wg_keypair_put(kp);
+	if (rekey || need_handshake)
+		wg_handshake_request(dev, peer);
+}
+
+void wg_send_keepalive(struct wg_device *dev, struct wg_peer *peer, struct wg_tx *tx)
+{
+	pthread_mutex_lock(&peer->lock);
+	if (!peer->staged.len) {
+		struct wg_pkt *p = wg_pkt_alloc(0);
+		if (p)
+			wg_pkt_queue_push(&peer->staged, p);
+	}
+	pthread_mutex_unlock(&peer->lock);
+	wg_send_staged(dev, peer, tx);
+}
+
+/* The destination of an inner IPv4/IPv6 packet, or 0 when malformed. */
+static int inner_destination(const uint8_t *p, size_t len, const uint8_t **dst)
+{
+	if (len >= sizeof(struct iphdr) && (p[0] >> 4) == 4) {
+		*dst = p + offsetof(struct iphdr, daddr);
+		return AF_INET;
+	}
+	if (len >= sizeof(struct ip6_hdr) && (p[0] >> 4) == 6) {
+		*dst = p + offsetof(struct ip6_hdr, ip6_dst);
+		return AF_INET6;
+	}
+	return 0;
+}
+
+void wg_send_from_tun(struct wg_device *dev, struct wg_pkt *pkt, struct wg_tx *tx)
+{
+	const uint8_t *dst;
+	struct wg_keypair *kp;
+	struct wg_peer *peer;
+	uint64_t now, nonce;
+	int family = inner_destination(wg_pkt_payload(pkt), pkt->len, &dst);
+
+	if (!family) {
+		wg_stat_inc(&dev->stats, drop_malformed);
+		tx->release(tx, pkt);
+		return;
+	}
+	peer = rt_lookup(dev->allowed_ips, family, dst);
+	if (!peer) {
+		wg_stat_inc(&dev->stats, drop_no_route);
+		tx->release(tx, pkt);
+		return;
+	}
+
+	/* The common case: nothing staged and a live keypair, so seal this
+	 * packet in its own buffer without copying. */
+	now = wg_clock_now();
+	pthread_mutex_lock(&peer->lock);
+	kp = peer->staged.len ? NULL : wg_keypairs_get_sending(&peer->keypairs, now);
+	if (kp && peer->endpoint.sa.sa_family) {
+		nonce = atomic_fetch_add_explicit(&kp->send_counter, 1, memory_order_relaxed);
+		if (nonce < WG_REJECT_AFTER_MESSAGES) {
+			union wg_sockaddr ep = peer->endpoint;
+			size_t inner = pkt->len;
+			bool rekey = wants_rekey(kp, nonce, now);
+
+			sent_events(peer, true, now);
+			pthread_mutex_unlock(&peer->lock);
+			seal(pkt, kp, nonce, dev->mtu);
+			pkt->addr = ep;
+			wg_keypair_put(kp);
+			atomic_fetch_add_explicit(&peer->tx_bytes, pkt->len, memory_order_relaxed);
+			wg_stat_inc(&dev->stats, tx_packets);
+			wg_stat_add(&dev->stats, tx_bytes, inner);
+			tx->emit(tx, pkt);
+			if (rekey)
+				wg_handshake_request(dev, peer);
+			return;
+		}
+	}
+	if (!peer->endpoint.sa.sa_family) {
+		pthread_mutex_unlock(&peer->lock);
+		wg_keypair_put(kp);
+		wg_stat_inc(&dev->stats, drop_no_endpoint);
+		tx->release(tx, pkt);
+		return;
+	}
+	stage(dev, peer, pkt, tx);
+	pthread_mutex_unlock(&peer->lock);
+	wg_keypair_put(kp);
+	wg_send_staged(dev, peer, tx);
+}

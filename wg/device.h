@@ -1,0 +1,85 @@
+/* The device: one WireGuard interface with its identity, peers, allowed
+ * IPs, sockets and threads.
+ *
+ * Threads and what they may touch:
+ *  - workers (wg/worker.c) move packets between the TUN and UDP sockets;
+ *  - the handshake thread (wg/handshake.c) does all X25519 work, cookies and
+ *    rate limiting, fed through a bounded queue;
+ *  - the timer thread (in device.c) fires per-peer timers;
+ *  - UAPI client threads (wg/uapi.c) apply configuration through
+ *    wg_device_set/get.
+ * lock is taken exclusively only to change configuration (identity, the peer
+ * table, allowed IPs, sockets) and shared by everyone else, per batch on the
+ * data path, so a peer or table entry a reader found stays valid until it
+ * drops the lock. Per-peer state has its own lock (wg/peer.h). */
+#ifndef WEFT_WG_DEVICE_H
+#define WEFT_WG_DEVICE_H
+
+#include <net/if.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "router/table.h"
+#include "wg/config.h"
+#include "wg/cookie.h"
+#include "wg/handshake.h"
+#include "wg/index.h"
+#include "wg/noise.h"
+#include "wg/ratelimiter.h"
+#include "wg/socket.h"
+#include "wg/stats.h"
+
+struct wg_peer;
+struct wg_worker;
+
+enum { WG_PEER_BUCKETS = 1 << 12 };
+
+struct wg_device {
+	char ifname[IFNAMSIZ];
+	int tun_fd;
+	unsigned int mtu;
+
+	pthread_rwlock_t lock;
+	struct wg_noise_identity *identity;  /* sodium_malloc */
+	struct wg_peer *peer_buckets[WG_PEER_BUCKETS];
+	struct wg_peer *peers_head, *peers_tail; /* in creation order */
+	size_t n_peers;
+	struct rt_table *allowed_ips;        /* prefix -> struct wg_peer * */
+	uint16_t listen_port;
+	uint32_t fwmark;
+	struct wg_socket_set sockets;        /* fds read lock-free by senders */
+
+	struct wg_index_table index;
+	struct wg_cookie_checker cookie_checker;
+	struct wg_ratelimiter ratelimiter;
+	struct wg_handshake_queue hsq;
+	struct wg_stats stats;
+
+	struct wg_worker *worker;
+	pthread_t timer_thread;
+	pthread_mutex_t timer_lock;   /* with timer_cond, wakes the timer thread */
+	pthread_cond_t timer_cond;
+	_Atomic bool stopping;
+	bool force_under_load;        /* WEFT_TEST_UNDER_LOAD */
+	void (*on_fatal)(void *ctx);  /* the TUN went away */
+	void *on_fatal_ctx;
+};
+
+/* Takes ownership of tun_fd. Opens the UDP sockets on a random port. */
+struct wg_device *wg_device_new(const char *ifname, int tun_fd, unsigned int mtu);
+int wg_device_start(struct wg_device *dev);
+void wg_device_stop(struct wg_device *dev);
+void wg_device_free(struct wg_device *dev);
+
+/* UAPI: a snapshot, and an atomic set (all or nothing). 0 or -errno. */
+int wg_device_get(struct wg_device *dev, struct wg_device_config *cfg);
+int wg_device_set(struct wg_device *dev, const struct wg_device_config *cfg);
+/* "key=value\n" lines of the counters (malloc'd). */
+int wg_device_stats(struct wg_device *dev, char **text, size_t *len);
+
+/* With the device lock held (shared is enough). */
+struct wg_peer *wg_device_lookup_peer(struct wg_device *dev, const uint8_t public_key[32]);
+
+#endif

@@ -1,0 +1,30 @@
+/* The send path: staging, sealing and handing datagrams to a transmitter. */
+#ifndef WEFT_WG_SEND_H
+#define WEFT_WG_SEND_H
+
+#include "wg/packet.h"
+
+struct wg_device;
+struct wg_peer;
+
+/* Where sealed datagrams go. emit takes ownership of pkt, whose payload
+ * [off, off + len) is the whole UDP datagram and addr its destination;
+ * release takes back a packet that will not be sent. */
+struct wg_tx {
+	struct wg_device *dev;
+	void (*emit)(struct wg_tx *tx, struct wg_pkt *pkt);
+	void (*release)(struct wg_tx *tx, struct wg_pkt *pkt);
+};
+
+/* For threads off the data path: sends at once with sendto(), frees. */
+void wg_tx_direct_init(struct wg_tx *tx, struct wg_device *dev);
+
+/* An inner packet from the TUN (payload at off = WG_PKT_HEADROOM), routed
+ * by destination. Consumes pkt. Device lock held shared. */
+void wg_send_from_tun(struct wg_device *dev, struct wg_pkt *pkt, struct wg_tx *tx);
+/* Seals whatever is staged for peer, or asks for a handshake. */
+void wg_send_staged(struct wg_device *dev, struct wg_peer *peer, struct wg_tx *tx);
+/* Staged packets if any, else an empty (keepalive) data message. */
+void wg_send_keepalive(struct wg_device *dev, struct wg_peer *peer, struct wg_tx *tx);
+
+#endif

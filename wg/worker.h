@@ -1,0 +1,16 @@
+/* A data-path worker: one io_uring that reads the TUN and the UDP sockets,
+ * seals and opens in batches, and writes back, with one submission system
+ * call per batch rather than per packet. */
+#ifndef WEFT_WG_WORKER_H
+#define WEFT_WG_WORKER_H
+
+struct wg_device;
+struct wg_worker;
+
+/* 0 or -errno. The worker runs until wg_worker_stop. */
+int wg_worker_start(struct wg_device *dev, struct wg_worker **out);
+/* Wakes the worker to notice new sockets or a stop. */
+void wg_worker_kick(struct wg_worker *w);
+void wg_worker_stop(struct wg_worker *w);
+
+#endif
