@@ -93,7 +93,7 @@ static void remove_all_peers(struct wg_device *dev)
 /* Write lock held. Peers' precomputed DH and sessions depend on our key. */
 static void set_private_key(struct wg_device *dev, const uint8_t key[WG_KEY_LEN])
 {
-	uint8_t zero[WG_KEY_LEN] = { 0 };
+	uint8_t psk[WG_KEY_LEN];
 	struct wg_peer *peer, *next;
 
 	if (dev->identity->has_identity && !sodium_memcmp(dev->identity->static_private, key, WG_KEY_LEN))
@@ -111,11 +111,11 @@ static void set_private_key(struct wg_device *dev, const uint8_t key[WG_KEY_LEN]
 		}
 		pthread_mutex_lock(&peer->lock);
 		wg_peer_clear_sessions(peer);
-		wg_noise_handshake_init(&peer->handshake, dev->identity, peer->public_key,
-					peer->handshake.preshared_key);
+		memcpy(psk, peer->handshake.preshared_key, WG_KEY_LEN);
+		wg_noise_handshake_init(&peer->handshake, dev->identity, peer->public_key, psk);
 		pthread_mutex_unlock(&peer->lock);
 	}
-	sodium_memzero(zero, sizeof(zero));
+	sodium_memzero(psk, sizeof(psk));
 }
 
 /* Write lock held. Returns the peer if it should get a keepalive now. */

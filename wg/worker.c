@@ -299,7 +299,9 @@ static void tun_gone(struct wg_worker *w, int err)
 	if (w->dead_tun)
 		return;
 	w->dead_tun = true;
-	log_error("TUN device read failed: %s; shutting down", strerror(-err));
+	/* EBADFD: the netdev was deleted under us (ip link del), a normal end. */
+	wg_log(err == -EBADFD ? WG_LOG_VERBOSE : WG_LOG_ERROR,
+	       "TUN device read failed: %s; shutting down", strerror(-err));
 	if (w->dev->on_fatal)
 		w->dev->on_fatal(w->dev->on_fatal_ctx);
 }
