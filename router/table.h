@@ -25,6 +25,11 @@ int rt_remove(struct rt_table *t, int family, const void *addr, uint8_t cidr, co
 size_t rt_remove_value(struct rt_table *t, const void *value);
 /* Longest-prefix match of a full address; NULL when nothing matches. */
 void *rt_lookup(const struct rt_table *t, int family, const void *addr);
+/* The same for n addresses of one family (addrs[i] -> out[i]), for bursts
+ * of packets: the walks are interleaved so that their cache misses overlap,
+ * about twice as fast per address as rt_lookup on a large table. */
+void rt_lookup_batch(const struct rt_table *t, int family, const void *const *addrs,
+		     size_t n, void **out);
 
 /* Calls fn for every prefix mapping to value, IPv4 before IPv6, in
  * ascending address order. addr is the masked prefix. */

@@ -2,7 +2,7 @@
  * formatter and the unix socket server that wg(8) talks to, answering the way
  * wireguard-go does (device/uapi.go, ipc/uapi_linux.go).
  *
- * Security model: the socket is root-only (mode 0700 in a 0755 directory), but
+ * Security model: the socket is root-only (mode 0600 in a 0755 directory), but
  * a client may still be a buggy or hostile program, so every byte of a request
  * is untrusted. Lines and whole requests are bounded, every value is checked
  * before anything is applied, a malformed set changes nothing, and buffers that
@@ -667,13 +667,14 @@ int wg_uapi_format_get(const struct wg_device_config *cfg, char **out, size_t *o
 		for (j = 0; j < peer->n_allowed_ips; j++)
 			text_allowed_ip(&t, &peer->allowed_ips[j]);
 	}
-	text_add(&t, "errno=0\n\n", 9);
+	/* NUL-terminated for the caller's convenience; the NUL is not counted. */
+	text_add(&t, "errno=0\n\n", 10);
 	if (t.oom) {
 		text_free(&t);
 		return -ENOMEM;
 	}
 	*out = t.p;
-	*out_len = t.len;
+	*out_len = t.len - 1;
 	return 0;
 }
 
@@ -1122,7 +1123,9 @@ static bool socket_answers(const struct sockaddr_un *addr)
 	return live;
 }
 
-/* Binds and listens like wireguard-go's UAPIOpen: umask 077 around bind (the
+/* Binds and listens like wireguard-go's UAPIOpen, but with umask 0177 around
+ * bind so the socket is 0600 as DESIGN.md asks (wireguard-go's 077 gives
+ * 0700; the x bit means nothing on a socket) (the
  * umask is process-wide, so this briefly affects files other threads create),
  * and a stale socket nobody answers on is removed. */
 static int open_listener(const char *path, int *out)
@@ -1135,7 +1138,7 @@ static int open_listener(const char *path, int *out)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
-	old_umask = umask(0077);
+	old_umask = umask(0177);
 	ret = bind(fd, (struct sockaddr *)&addr, sizeof(addr));
 	if (ret < 0 && errno == EADDRINUSE) {
 		if (socket_answers(&addr))

@@ -44,7 +44,7 @@ struct wg_uapi_ops {
 int wg_uapi_parse_set(const uint8_t *data, size_t len, struct wg_device_config *cfg);
 
 /* Formats a get reply body (the key=value lines, ending with "errno=0\n\n"). malloc'd, 0 or -ENOMEM.
- * It may hold the private key: wipe it (sodium_memzero) before free. */
+ * NUL-terminated (not counted in out_len). It may hold the private key: wipe it before free. */
 int wg_uapi_format_get(const struct wg_device_config *cfg, char **out, size_t *out_len);
 
 struct wg_uapi_server;

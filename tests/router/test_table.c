@@ -20,7 +20,7 @@
 	} while (0)
 
 enum {
-	MODEL_MAX = 4096,
+	MODEL_MAX = 40000,
 	N_VALUES = 6,
 	N_BASES = 24,
 	N_ROUNDS = 60,
@@ -194,10 +194,32 @@ static void addr_step(uint8_t *a, unsigned int len, int delta)
 	}
 }
 
+/* rt_lookup_batch must give rt_lookup's answers, across burst boundaries. */
+static void check_batch(const struct rt_table *t)
+{
+	enum { N = 77 };
+	uint8_t a[N][16];
+	const void *p[N];
+	void *out[N];
+
+	for (int family = 0; family < 3; family++) {
+		int af = family == 0 ? AF_INET : family == 1 ? AF_INET6 : AF_UNIX;
+
+		for (int i = 0; i < N; i++) {
+			random_addr(af == AF_INET ? AF_INET : AF_INET6, a[i]);
+			p[i] = a[i];
+		}
+		rt_lookup_batch(t, af, p, N, out);
+		for (int i = 0; i < N; i++)
+			CHECK(out[i] == rt_lookup(t, af, a[i]));
+	}
+}
+
 static void check_all(const struct rt_table *t)
 {
 	uint8_t a[16];
 
+	check_batch(t);
 	CHECK(rt_count(t) == model_n);
 	for (int i = 0; i < 400; i++) {
 		int family = random_family();
@@ -238,6 +260,18 @@ static void collect(void *ctx, int family, const uint8_t *addr, uint8_t cidr)
 	memcpy(w->e[w->n].addr, addr, addr_len(family));
 	w->e[w->n].cidr = cidr;
 	w->n++;
+}
+
+static int key_cmp(const void *pa, const void *pb);
+
+/* Orders indexes by key, then by position (qsort_r context: the entries). */
+static int idx_cmp(const void *pa, const void *pb, void *ctx)
+{
+	const struct entry *arr = ctx;
+	size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+	int c = key_cmp(&arr[a], &arr[b]);
+
+	return c ? c : (a < b ? -1 : a > b);
 }
 
 static int entry_cmp(const void *pa, const void *pb)
@@ -361,6 +395,142 @@ static void test_random(void)
 	rt_table_free(t);
 }
 
+/* The big model: a sorted array, looked up with one binary search per
+ * prefix length, so that >65536 prefixes per family (enough to make the
+ * table grow its slot array to the largest size) stay cheap to check. */
+static int key_cmp(const void *pa, const void *pb)
+{
+	const struct entry *a = pa, *b = pb;
+
+	if (a->family != b->family)
+		return a->family < b->family ? -1 : 1;
+	if (a->cidr != b->cidr)
+		return (int)a->cidr - (int)b->cidr;
+	return memcmp(a->addr, b->addr, 16);
+}
+
+static void *sorted_lookup(const struct entry *arr, size_t n, int family, const uint8_t *a)
+{
+	struct entry k = { .family = family };
+
+	for (int c = (int)family_bits(family); c >= 0; c--) {
+		const struct entry *e;
+
+		memset(k.addr, 0, 16);
+		memcpy(k.addr, a, addr_len(family));
+		mask(k.addr, addr_len(family), (unsigned int)c);
+		k.cidr = (uint8_t)c;
+		e = bsearch(&k, arr, n, sizeof(*arr), key_cmp);
+		if (e)
+			return e->value;
+	}
+	return NULL;
+}
+
+static void check_big(const struct rt_table *t, const struct entry *arr, size_t n)
+{
+	uint8_t a[16];
+
+	CHECK(rt_count(t) == n);
+	check_batch(t);
+	for (int i = 0; i < 3000; i++) {
+		int family = random_family();
+
+		random_addr(family, a);
+		CHECK(rt_lookup(t, family, a) == sorted_lookup(arr, n, family, a));
+	}
+	for (int i = 0; i < 1000 && n; i++) {
+		const struct entry *e = &arr[rnd() % n];
+		unsigned int len = addr_len(e->family);
+
+		memcpy(a, e->addr, len);
+		CHECK(rt_lookup(t, e->family, a) == sorted_lookup(arr, n, e->family, a));
+		addr_step(a, len, -1);
+		CHECK(rt_lookup(t, e->family, a) == sorted_lookup(arr, n, e->family, a));
+		memcpy(a, e->addr, len);
+		for (unsigned int b = e->cidr; b < len * 8; b++)
+			a[b / 8] |= (uint8_t)(0x80 >> (b % 8));
+		CHECK(rt_lookup(t, e->family, a) == sorted_lookup(arr, n, e->family, a));
+		addr_step(a, len, 1);
+		CHECK(rt_lookup(t, e->family, a) == sorted_lookup(arr, n, e->family, a));
+	}
+}
+
+static void test_big(void)
+{
+	enum { PER_FAMILY = 70000, N = 2 * PER_FAMILY };
+	struct entry *arr = calloc(N, sizeof(*arr));
+	struct rt_table *t = rt_table_new();
+	static struct walked got;
+	size_t n = 0, kept;
+
+	CHECK(arr && t);
+	for (size_t i = 0; i < N; i++) {
+		struct entry *e = &arr[i];
+
+		e->family = i < PER_FAMILY ? AF_INET : AF_INET6;
+		random_addr(e->family, e->addr);
+		e->cidr = (uint8_t)(rnd() % 4 ? 16 + rnd() % (family_bits(e->family) - 15)
+					      : random_cidr(e->family));
+		e->value = &values[rnd() % N_VALUES];
+		CHECK(rt_insert(t, e->family, e->addr, e->cidr, e->value) == 0);
+		mask(e->addr, addr_len(e->family), e->cidr);
+	}
+	/* Later inserts of a prefix replace earlier ones: keep the last. A
+	 * stable order comes from sorting indexes, qsort is not stable. */
+	{
+		size_t *idx = malloc(N * sizeof(*idx));
+		struct entry *tmp = malloc(N * sizeof(*tmp));
+
+		CHECK(idx && tmp);
+		for (size_t i = 0; i < N; i++)
+			idx[i] = i;
+		for (size_t i = 0; i < N; i++) /* reversed: newest first */
+			tmp[i] = arr[N - 1 - i];
+		qsort_r(idx, N, sizeof(*idx), idx_cmp, tmp);
+		for (size_t i = 0; i < N; i++)
+			if (!n || key_cmp(&arr[n - 1], &tmp[idx[i]]))
+				arr[n++] = tmp[idx[i]];
+		free(idx);
+		free(tmp);
+	}
+	check_big(t, arr, n);
+
+	/* Remove every other prefix, by its value. */
+	kept = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i % 2) {
+			CHECK(rt_remove(t, arr[i].family, arr[i].addr, arr[i].cidr, arr[i].value) == 0);
+		} else {
+			arr[kept++] = arr[i];
+		}
+	}
+	n = kept;
+	check_big(t, arr, n);
+
+	got.n = 0;
+	rt_walk_value(t, &values[0], collect, &got);
+	kept = 0;
+	for (size_t i = 0; i < n; i++)
+		if (arr[i].value == &values[0])
+			kept++;
+	CHECK(got.n == kept);
+	for (size_t i = 1; i < got.n; i++)
+		CHECK(entry_cmp(&got.e[i - 1], &got.e[i]) < 0);
+	for (size_t i = 0; i < got.n; i++) {
+		const struct entry *e = bsearch(&got.e[i], arr, n, sizeof(*arr), key_cmp);
+
+		CHECK(e && e->value == &values[0]);
+	}
+
+	for (int v = 0; v < N_VALUES; v++)
+		rt_remove_value(t, &values[v]);
+	CHECK(rt_count(t) == 0);
+	check_big(t, arr, 0);
+	rt_table_free(t);
+	free(arr);
+}
+
 static void put(struct rt_table *t, int family, const char *s, uint8_t cidr, void *v)
 {
 	uint8_t a[16];
@@ -395,6 +565,7 @@ static void test_fixed(void)
 	char out[256] = "";
 
 	CHECK(t);
+	check_batch(t);
 	CHECK(get(t, AF_INET, "1.2.3.4") == NULL);
 	CHECK(get(t, AF_INET6, "::1") == NULL);
 	put(t, AF_INET, "192.168.4.77", 24, a);   /* host bits ignored */
@@ -450,6 +621,7 @@ int main(int argc, char **argv)
 	make_bases();
 	test_fixed();
 	test_random();
+	test_big();
 	printf("test_table: ok\n");
 	return 0;
 }

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# rekey.sh IMPL_A IMPL_B — key lifetime timers, with weftd's protocol clock
+# sped up (WEFT_TEST_CLOCK_SPEEDUP) on both sides.
+#
+#   netns weft-rekey-PID-a                      netns weft-rekey-PID-b
+#  +-------------------------------+          +-------------------------------+
+#  | weftd wgPIDa1/2 10.241.0.1    |          | weftd wgPIDb1/2 10.241.0.2    |
+#  |  (initiator)                  |          |  tcpdump udp on ve-b (part 2) |
+#  |  ve-a 192.168.241.1 :51820 ---+-- veth --+--- :51821 ve-b 192.168.241.2  |
+#  +-------------------------------+          +-------------------------------+
+#
+# Part 1, speedup 20: A pings B every 0.1 s for 200 protocol seconds (10 s).
+#   REKEY_AFTER_TIME (120 s) passes: a new handshake happens (latest-handshake
+#   changes, keypairs_created grows on both sides), and at most 2 pings are
+#   lost.
+# Part 2, speedup 60: after a ping exchange, B's captured data datagrams
+#   resent at once are replays (drop_replay). Then 720 protocol seconds (12 s)
+#   without traffic: past 3 x REJECT_AFTER_TIME (540 s) the keys are zeroed,
+#   so the same datagrams now name an unknown receiver index
+#   (drop_unknown_index), and the next ping needs a new handshake.
+#
+# Needs weftd on both sides. WEFT_TEST_REAL_TIME=1 runs it at speed 1 against
+# any implementation (about 15 minutes; raise WEFT_TEST_TIMEOUT) to check the
+# script itself.
+. "$(dirname "$0")/lib.sh"
+lib_init "$@"
+need_cmd tcpdump
+UDP_REPLAY=${UDP_REPLAY:-$TEST_DIR/../../build/tests/tools/udp_replay}
+[[ -x $UDP_REPLAY ]] || skip "udp_replay tool not built (set UDP_REPLAY=path)"
+if is_weftd "$IMPL_A" && is_weftd "$IMPL_B"; then
+	SPEED1=20 SPEED2=60
+elif [[ -n ${WEFT_TEST_REAL_TIME:-} ]]; then
+	SPEED1=1 SPEED2=1
+	skip_part "sped-up clock ($IMPL_A/$IMPL_B): running in real time"
+else
+	skip "needs weftd on both sides (WEFT_TEST_CLOCK_SPEEDUP); got $IMPL_A/$IMPL_B"
+fi
+make_hosts
+
+# real_ms PROTOCOL_SECONDS SPEED: real milliseconds for that protocol time.
+real_ms() { echo $(($1 * 1000 / $2)); }
+
+keypairs() { if has_stats "$1"; then stats "$1" keypairs_created; else echo 0; fi; }
+
+step "part 1 (speedup $SPEED1): continuous pings across REKEY_AFTER_TIME"
+IF_A=$(ifname a1)
+IF_B=$(ifname b1)
+setup_pair 51820 51821 4 WEFT_TEST_CLOCK_SPEEDUP=$SPEED1
+ping_ok "$NS_A" "$IN4_B" 2 || fail "first ping"
+hs0=$(latest_handshake "$NS_A" "$IF_A" "$PUB_b")
+ka0=$(keypairs "$IF_A")
+kb0=$(keypairs "$IF_B")
+# 200 protocol seconds of pings (135 in real time: just past 120).
+if ((SPEED1 > 1)); then proto=200; else proto=135; fi
+ms=$(real_ms $proto "$SPEED1")
+count=$((ms / 100))
+log "pinging every 0.1 s for $ms ms ($count pings, $proto protocol seconds)"
+out=$(ip netns exec "$NS_A" timeout $((ms / 1000 + 20)) ping -n -q -i 0.1 -W 1 -c "$count" "$IN4_B" 2>&1 || true)
+summary=$(grep 'packets transmitted' <<<"$out") || fail "no ping summary: $out"
+log "pings: $summary"
+sent=$(awk '{print $1}' <<<"$summary")
+recv=$(awk '{print $4}' <<<"$summary")
+((sent == count)) || fail "ping sent $sent of $count"
+((sent - recv <= 2)) || fail "$((sent - recv)) pings lost across the rekey (at most 2 allowed)"
+hs1=$(latest_handshake "$NS_A" "$IF_A" "$PUB_b")
+[[ $hs1 != "$hs0" ]] || fail "latest-handshake did not change ($hs0) after $proto protocol seconds of traffic"
+log "latest-handshake $hs0 -> $hs1"
+if has_stats "$IF_A"; then
+	ka1=$(keypairs "$IF_A")
+	kb1=$(keypairs "$IF_B")
+	log "keypairs_created: A $ka0 -> $ka1, B $kb0 -> $kb1"
+	((ka1 > ka0)) || fail "$IF_A: keypairs_created did not grow ($ka0 -> $ka1)"
+	((kb1 > kb0)) || fail "$IF_B: keypairs_created did not grow ($kb0 -> $kb1)"
+fi
+stop_daemon "$IF_A"
+stop_daemon "$IF_B"
+
+step "part 2 (speedup $SPEED2): keys zeroed after 3 x REJECT_AFTER_TIME of silence"
+IF_A=$(ifname a2)
+IF_B=$(ifname b2)
+setup_pair 51820 51821 4 WEFT_TEST_CLOCK_SPEEDUP=$SPEED2
+ping_ok "$NS_A" "$IN4_B" 2 || fail "first ping"
+capture_start "$NS_B" ve-b "$WORK/old.pcap" udp
+ping_ok "$NS_B" "$IN4_A" 5 || fail "ping B -> A"
+capture_stop "$CAPTURE_PID"
+resend() {
+	ip netns exec "$NS_B" "$UDP_REPLAY" -m 51820 -p 51821 "$WORK/old.pcap" "$OUT4_A" 51820 51821
+}
+if has_stats "$IF_A"; then
+	dr0=$(stats "$IF_A" drop_replay)
+	sent=$(resend)
+	((sent >= 5)) || fail "captured only $sent data datagrams B -> A"
+	dr1=$(stats "$IF_A" drop_replay)
+	((dr1 - dr0 == sent)) || fail "$IF_A: drop_replay +$((dr1 - dr0)) for $sent replays while the keys are live"
+	log "$IF_A: $sent replays while keys live: drop_replay +$((dr1 - dr0))"
+fi
+hs0=$(latest_handshake "$NS_A" "$IF_A" "$PUB_b")
+ka0=$(keypairs "$IF_A")
+# 720 protocol seconds, comfortably past 540 (REJECT_AFTER_TIME x 3).
+ms=$(real_ms 720 "$SPEED2")
+log "no traffic for $ms ms (720 protocol seconds)"
+sleep "$((ms / 1000)).$((ms % 1000 / 100))"
+echo0=$(kcounter "$NS_A" IcmpInEchos)
+if has_stats "$IF_A"; then
+	unk0=$(stats "$IF_A" drop_unknown_index)
+	dr0=$(stats "$IF_A" drop_replay)
+fi
+sent=$(resend)
+sleep 0.3
+echo1=$(kcounter "$NS_A" IcmpInEchos)
+((echo1 == echo0)) || fail "$((echo1 - echo0)) old datagrams were accepted after the keys expired"
+if has_stats "$IF_A"; then
+	unk1=$(stats "$IF_A" drop_unknown_index)
+	dr1=$(stats "$IF_A" drop_replay)
+	log "$IF_A: $sent old datagrams after 720 s: drop_unknown_index +$((unk1 - unk0)), drop_replay +$((dr1 - dr0))"
+	((unk1 - unk0 == sent)) ||
+		fail "$IF_A: drop_unknown_index +$((unk1 - unk0)) for $sent datagrams of a keypair that should be zeroed"
+fi
+ping_ok "$NS_A" "$IN4_B" 3 || fail "ping after the silence"
+hs1=$(latest_handshake "$NS_A" "$IF_A" "$PUB_b")
+[[ $hs1 != "$hs0" ]] || fail "no new handshake after the keys were zeroed ($hs0)"
+if has_stats "$IF_A"; then
+	ka1=$(keypairs "$IF_A")
+	((ka1 > ka0)) || fail "$IF_A: keypairs_created did not grow after the silence ($ka0 -> $ka1)"
+fi
+log "new handshake after the silence: $hs0 -> $hs1"
+pass
