@@ -64,6 +64,32 @@ static const struct wg_uapi_ops uapi_ops = {
 	.gone = request_stop,
 };
 
+/* WEFT_WORKERS (default: one per online CPU) and WEFT_CPUS ("0,1,...":
+ * pin worker i to the i-th CPU listed). */
+static int worker_plan(int *cpus)
+{
+	const char *env = getenv("WEFT_WORKERS"), *list = getenv("WEFT_CPUS");
+	long n = env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+	int i = 0;
+
+	if (n < 1)
+		n = 1;
+	if (n > WG_MAX_WORKERS)
+		n = WG_MAX_WORKERS;
+	for (int k = 0; k < WG_MAX_WORKERS; k++)
+		cpus[k] = -1;
+	while (list && *list && i < n) {
+		char *end;
+		long cpu = strtol(list, &end, 10);
+
+		if (end == list)
+			break;
+		cpus[i++] = (int)cpu;
+		list = *end == ',' ? end + 1 : end;
+	}
+	return (int)n;
+}
+
 static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
@@ -79,6 +105,8 @@ static void usage(FILE *f, const char *prog)
 		"\n"
 		"Environment:\n"
 		"  LOG_LEVEL=error|verbose|debug|silent   log verbosity (default error)\n"
+		"  WEFT_WORKERS=N                         data-path threads (default: one per CPU)\n"
+		"  WEFT_CPUS=0,1,...                      pin worker i to the i-th CPU listed\n"
 		"  WEFT_AEAD=sodium|openssl               force a ChaCha20-Poly1305 backend\n"
 		"                                         (default: the faster on this CPU)\n",
 		prog);
@@ -154,7 +182,8 @@ int main(int argc, char **argv)
 	struct wg_uapi_server *uapi = NULL;
 	struct tun_link_watch *watch = NULL;
 	struct wg_device *dev = NULL;
-	int c, tun_fd, ready_fd = -1, sig_fd, ret = 1;
+	int c, ready_fd = -1, sig_fd, ret = 1, n_workers, n_open = 0;
+	int tun_fds[WG_MAX_WORKERS], cpus[WG_MAX_WORKERS];
 	sigset_t mask;
 
 	while ((c = getopt_long(argc, argv, "fhv", opts, NULL)) != -1) {
@@ -190,10 +219,20 @@ int main(int argc, char **argv)
 	}
 	choose_aead();
 
-	tun_fd = tun_open(argv[optind], name, false);
-	if (tun_fd < 0) {
-		log_error("Failed to create TUN device: %s", strerror(-tun_fd));
+	n_workers = worker_plan(cpus);
+	tun_fds[0] = tun_open(argv[optind], name, n_workers > 1);
+	if (tun_fds[0] < 0) {
+		log_error("Failed to create TUN device: %s", strerror(-tun_fds[0]));
 		return 1;
+	}
+	for (n_open = 1; n_open < n_workers; n_open++) {
+		tun_fds[n_open] = tun_open_queue(name, false);
+		if (tun_fds[n_open] < 0) {
+			log_error("Failed to open TUN queue %d: %s", n_open, strerror(-tun_fds[n_open]));
+			while (n_open--)
+				close(tun_fds[n_open]);
+			return 1;
+		}
 	}
 	if (tun_link_set_mtu(name, WG_DEFAULT_MTU) < 0)
 		log_error("cannot set MTU %d on %s", WG_DEFAULT_MTU, name);
@@ -216,12 +255,14 @@ int main(int argc, char **argv)
 	sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
 	stop_fd = eventfd(0, EFD_CLOEXEC);
 
-	dev = wg_device_new(name, tun_fd, WG_DEFAULT_MTU);
+	dev = wg_device_new(name, tun_fds, cpus, n_workers, WG_DEFAULT_MTU);
 	if (!dev) {
 		log_error("Failed to create device");
-		close(tun_fd);
+		for (int i = 0; i < n_workers; i++)
+			close(tun_fds[i]);
 		goto out;
 	}
+	log_info("%d data-path worker%s", n_workers, n_workers > 1 ? "s" : "");
 	dev->on_fatal = request_stop;
 	if (wg_device_start(dev)) {
 		log_error("Failed to start device threads");

@@ -170,17 +170,45 @@ static int apply_peer(struct wg_device *dev, const struct wg_peer_config *pc, st
 	return 0;
 }
 
+/* Write lock held: the workers retire and close the old fds themselves
+ * once nothing is in flight on them; without workers nobody uses them. */
+static void swap_sockets(struct wg_device *dev, struct wg_socket_set *fresh)
+{
+	for (int i = 0; i < fresh->n; i++) {
+		int old4 = atomic_exchange(&dev->sockets.pair[i].fd4, atomic_load(&fresh->pair[i].fd4));
+		int old6 = atomic_exchange(&dev->sockets.pair[i].fd6, atomic_load(&fresh->pair[i].fd6));
+
+		if (!dev->running) {
+			if (old4 >= 0)
+				close(old4);
+			if (old6 >= 0)
+				close(old6);
+		}
+	}
+	dev->sockets.port = fresh->port;
+	dev->sockets.gro = fresh->gro;
+	dev->sockets.gso = fresh->gso;
+	dev->listen_port = fresh->port;
+}
+
+static void kick_workers(struct wg_device *dev)
+{
+	for (int i = 0; i < dev->n_workers; i++)
+		wg_worker_kick(dev->workers[i]);
+}
+
 int wg_device_set(struct wg_device *dev, const struct wg_device_config *cfg)
 {
-	struct wg_socket_set fresh = { .fd4 = -1, .fd6 = -1 };
+	struct wg_socket_set fresh;
 	struct wg_peer **kick = NULL;
 	size_t n_kick = 0;
 	int err = 0;
 
 	/* The one step that can fail on the system's word comes first, so a
 	 * taken port changes nothing. */
+	wg_socket_init(&fresh);
 	if (cfg->has_listen_port && cfg->listen_port != dev->listen_port) {
-		err = wg_socket_open(&fresh, cfg->listen_port,
+		err = wg_socket_open(&fresh, dev->n_workers, cfg->listen_port,
 				     cfg->has_fwmark ? cfg->fwmark : dev->fwmark);
 		if (err)
 			return err;
@@ -192,21 +220,8 @@ int wg_device_set(struct wg_device *dev, const struct wg_device_config *cfg)
 	}
 
 	pthread_rwlock_wrlock(&dev->lock);
-	if (atomic_load(&fresh.fd4) >= 0) {
-		int old4 = atomic_exchange(&dev->sockets.fd4, atomic_load(&fresh.fd4));
-		int old6 = atomic_exchange(&dev->sockets.fd6, atomic_load(&fresh.fd6));
-
-		dev->sockets.port = fresh.port;
-		dev->listen_port = fresh.port;
-		/* The worker retires and closes the old ones; without a
-		 * worker nobody else uses them. */
-		if (!dev->worker) {
-			if (old4 >= 0)
-				close(old4);
-			if (old6 >= 0)
-				close(old6);
-		}
-	}
+	if (fresh.n)
+		swap_sockets(dev, &fresh);
 	if (cfg->has_fwmark && cfg->fwmark != dev->fwmark) {
 		dev->fwmark = cfg->fwmark;
 		wg_socket_set_fwmark(&dev->sockets, cfg->fwmark);
@@ -223,7 +238,7 @@ int wg_device_set(struct wg_device *dev, const struct wg_device_config *cfg)
 			kick[n_kick++] = p;
 	}
 	/* Persistent keepalives start at once (as the kernel does). */
-	if (!err && dev->worker) {
+	if (!err && dev->running) {
 		struct wg_tx tx;
 
 		wg_tx_direct_init(&tx, dev);
@@ -232,8 +247,8 @@ int wg_device_set(struct wg_device *dev, const struct wg_device_config *cfg)
 	}
 	pthread_rwlock_unlock(&dev->lock);
 	free(kick);
-	if (atomic_load(&fresh.fd4) >= 0)
-		wg_worker_kick(dev->worker);
+	if (fresh.n)
+		kick_workers(dev);
 	return err;
 }
 
@@ -385,7 +400,8 @@ static void *timer_thread(void *arg)
 	return NULL;
 }
 
-struct wg_device *wg_device_new(const char *ifname, int tun_fd, unsigned int mtu)
+struct wg_device *wg_device_new(const char *ifname, const int *tun_fds, const int *cpus, int n,
+				unsigned int mtu)
 {
 	struct wg_device *dev = calloc(1, sizeof(*dev));
 	pthread_rwlockattr_t attr;
@@ -398,10 +414,15 @@ struct wg_device *wg_device_new(const char *ifname, int tun_fd, unsigned int mtu
 		goto fail;
 	randombytes_buf(peer_hash_key, sizeof(peer_hash_key));
 	snprintf(dev->ifname, sizeof(dev->ifname), "%s", ifname);
-	dev->tun_fd = tun_fd;
+	if (n < 1 || n > WG_MAX_WORKERS)
+		n = 1;
+	dev->n_workers = n;
+	for (int i = 0; i < WG_MAX_WORKERS; i++) {
+		dev->tun_fds[i] = i < n ? tun_fds[i] : -1;
+		dev->cpus[i] = cpus && i < n ? cpus[i] : -1;
+	}
 	dev->mtu = mtu;
-	atomic_init(&dev->sockets.fd4, -1);
-	atomic_init(&dev->sockets.fd6, -1);
+	wg_socket_init(&dev->sockets);
 	/* Writers (configuration) are rare and must not starve behind a busy
 	 * data path that re-takes the shared lock every batch. */
 	pthread_rwlockattr_init(&attr);
@@ -424,8 +445,12 @@ struct wg_device *wg_device_new(const char *ifname, int tun_fd, unsigned int mtu
 	wg_cookie_checker_init(&dev->cookie_checker);
 	if (wg_ratelimiter_init(&dev->ratelimiter) || wg_handshake_init(&dev->hsq))
 		goto fail;
-	if (wg_socket_open(&dev->sockets, 0, 0))
+	if (wg_socket_open(&dev->sockets, n, 0, 0))
 		goto fail;
+	if (!dev->sockets.gro)
+		log_info("UDP GRO unavailable: one datagram per receive");
+	if (!dev->sockets.gso)
+		log_info("UDP GSO unavailable: one datagram per send");
 	dev->listen_port = dev->sockets.port;
 	return dev;
 fail:
@@ -442,16 +467,23 @@ int wg_device_start(struct wg_device *dev)
 	err = pthread_create(&dev->timer_thread, NULL, timer_thread, dev);
 	if (err)
 		return -err;
-	return wg_worker_start(dev, &dev->worker);
+	for (int i = 0; i < dev->n_workers; i++) {
+		err = wg_worker_start(dev, i, dev->tun_fds[i], dev->cpus[i], &dev->workers[i]);
+		if (err)
+			return err;
+	}
+	dev->running = true;
+	return 0;
 }
 
 void wg_device_stop(struct wg_device *dev)
 {
 	atomic_store(&dev->stopping, true);
-	if (dev->worker) {
-		wg_worker_stop(dev->worker);
-		dev->worker = NULL;
+	for (int i = 0; i < dev->n_workers; i++) {
+		wg_worker_stop(dev->workers[i]);
+		dev->workers[i] = NULL;
 	}
+	dev->running = false;
 	wg_handshake_stop(dev);
 	pthread_mutex_lock(&dev->timer_lock);
 	pthread_cond_broadcast(&dev->timer_cond);
@@ -479,8 +511,9 @@ void wg_device_free(struct wg_device *dev)
 	wg_ratelimiter_destroy(&dev->ratelimiter);
 	wg_cookie_checker_destroy(&dev->cookie_checker);
 	wg_index_destroy(&dev->index);
-	if (dev->tun_fd >= 0)
-		close(dev->tun_fd);
+	for (int i = 0; i < WG_MAX_WORKERS; i++)
+		if (dev->tun_fds[i] >= 0)
+			close(dev->tun_fds[i]);
 	pthread_rwlock_destroy(&dev->lock);
 	free(dev);
 }

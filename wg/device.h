@@ -38,7 +38,9 @@ enum { WG_PEER_BUCKETS = 1 << 12 };
 
 struct wg_device {
 	char ifname[IFNAMSIZ];
-	int tun_fd;
+	int tun_fds[WG_MAX_WORKERS];  /* one TUN queue per worker */
+	int cpus[WG_MAX_WORKERS];     /* each worker's CPU, -1: not pinned */
+	int n_workers;
 	unsigned int mtu;
 
 	pthread_rwlock_t lock;
@@ -49,7 +51,7 @@ struct wg_device {
 	struct rt_table *allowed_ips;        /* prefix -> struct wg_peer * */
 	uint16_t listen_port;
 	uint32_t fwmark;
-	struct wg_socket_set sockets;        /* fds read lock-free by senders */
+	struct wg_socket_set sockets;        /* a pair per worker; fds read lock-free */
 
 	struct wg_index_table index;
 	struct wg_cookie_checker cookie_checker;
@@ -57,7 +59,8 @@ struct wg_device {
 	struct wg_handshake_queue hsq;
 	struct wg_stats stats;
 
-	struct wg_worker *worker;
+	struct wg_worker *workers[WG_MAX_WORKERS];
+	bool running;
 	pthread_t timer_thread;
 	pthread_mutex_t timer_lock;   /* with timer_cond, wakes the timer thread */
 	pthread_cond_t timer_cond;
@@ -67,8 +70,11 @@ struct wg_device {
 	void *on_fatal_ctx;
 };
 
-/* Takes ownership of tun_fd. Opens the UDP sockets on a random port. */
-struct wg_device *wg_device_new(const char *ifname, int tun_fd, unsigned int mtu);
+/* Takes ownership of the n TUN queue fds (one worker each; n <= WG_MAX_WORKERS)
+ * and pins worker i to cpus[i] when cpus is not NULL (-1: no pinning).
+ * Opens the UDP sockets on a random port. */
+struct wg_device *wg_device_new(const char *ifname, const int *tun_fds, const int *cpus, int n,
+				unsigned int mtu);
 int wg_device_start(struct wg_device *dev);
 void wg_device_stop(struct wg_device *dev);
 void wg_device_free(struct wg_device *dev);

@@ -26,6 +26,8 @@ struct wg_pkt {
 	uint32_t len;          /* payload length */
 	uint32_t cap;          /* size of data */
 	bool pooled;           /* belongs to a worker's pool */
+	uint8_t pool_id;       /* which of the worker's pools */
+	uint16_t refs;         /* TUN writes pointing into a received batch */
 	uint64_t nonce;        /* assigned under the peer lock, sealed after */
 	union wg_sockaddr addr; /* source (received) or destination (to send) */
 	uint8_t data[];
@@ -49,6 +51,8 @@ static inline struct wg_pkt *wg_pkt_alloc(size_t inner_len)
 	p->len = 0;
 	p->cap = (uint32_t)cap;
 	p->pooled = false;
+	p->pool_id = 0;
+	p->refs = 1;
 	return p;
 }
 

@@ -67,10 +67,12 @@ static bool wants_lastminute_rekey(struct wg_peer *peer, uint64_t now)
 	return true;
 }
 
-static bool receive_data(struct wg_device *dev, struct wg_pkt *pkt, struct wg_tx *tx)
+static uint32_t receive_data(struct wg_device *dev, uint8_t *data, uint32_t datagram_len,
+			     const union wg_sockaddr *src_addr, struct wg_tx *tx)
 {
-	const struct wg_msg_data *hdr = (const struct wg_msg_data *)wg_pkt_payload(pkt);
-	uint32_t datagram_len = pkt->len, plain_len;
+	const struct wg_msg_data *hdr = (const struct wg_msg_data *)data;
+	uint8_t *inner = data + sizeof(*hdr);
+	uint32_t plain_len;
 	uint64_t now = wg_clock_now(), counter;
 	struct wg_keypair *kp;
 	struct wg_peer *peer;
@@ -81,7 +83,7 @@ static bool receive_data(struct wg_device *dev, struct wg_pkt *pkt, struct wg_tx
 	kp = wg_index_get_keypair(&dev->index, le32toh(hdr->receiver_index));
 	if (!kp) {
 		wg_stat_inc(&dev->stats, drop_unknown_index);
-		return false;
+		return 0;
 	}
 	if (!keypair_can_receive(kp, now)) {
 		wg_stat_inc(&dev->stats, drop_key_expired);
@@ -89,8 +91,7 @@ static bool receive_data(struct wg_device *dev, struct wg_pkt *pkt, struct wg_tx
 	}
 	counter = le64toh(hdr->counter);
 	plain_len = datagram_len - sizeof(*hdr) - WG_TAG_LEN;
-	if (!aead_open(wg_pkt_payload(pkt) + sizeof(*hdr), wg_pkt_payload(pkt) + sizeof(*hdr),
-		       plain_len + WG_TAG_LEN, NULL, 0, counter, kp->keys.recv_key)) {
+	if (!aead_open(inner, inner, plain_len + WG_TAG_LEN, NULL, 0, counter, kp->keys.recv_key)) {
 		wg_stat_inc(&dev->stats, drop_decrypt);
 		goto drop;
 	}
@@ -106,7 +107,7 @@ static bool receive_data(struct wg_device *dev, struct wg_pkt *pkt, struct wg_tx
 	 * if the inner packet turns out to be unacceptable. */
 	peer = kp->entry.peer;
 	pthread_mutex_lock(&peer->lock);
-	peer->endpoint = pkt->addr; /* roaming */
+	peer->endpoint = *src_addr; /* roaming */
 	confirmed = wg_keypairs_received_with(&peer->keypairs, kp);
 	if (confirmed) {
 		wg_timers_handshake_complete(&peer->timers);
@@ -127,39 +128,37 @@ static bool receive_data(struct wg_device *dev, struct wg_pkt *pkt, struct wg_tx
 		wg_handshake_request(dev, peer);
 
 	if (!plain_len)
-		return false; /* a keepalive: never written to the TUN */
-	pkt->off += sizeof(*hdr);
-	pkt->len = plain_len;
-	family = inner_source(wg_pkt_payload(pkt), &pkt->len, &src);
+		return 0; /* a keepalive: never written to the TUN */
+	family = inner_source(inner, &plain_len, &src);
 	if (!family) {
 		wg_stat_inc(&dev->stats, drop_malformed);
-		return false;
+		return 0;
 	}
 	if (rt_lookup(dev->allowed_ips, family, src) != peer) {
 		wg_stat_inc(&dev->stats, drop_inner_source);
 		log_ratelimited(WG_LOG_DEBUG, "packet has disallowed source address");
-		return false;
+		return 0;
 	}
 	wg_stat_inc(&dev->stats, rx_packets);
-	wg_stat_add(&dev->stats, rx_bytes, pkt->len);
-	return true;
+	wg_stat_add(&dev->stats, rx_bytes, plain_len);
+	return plain_len;
 drop:
 	wg_keypair_put(kp);
-	return false;
+	return 0;
 }
 
-bool wg_receive(struct wg_device *dev, struct wg_pkt *pkt, struct wg_tx *tx)
+uint32_t wg_receive(struct wg_device *dev, uint8_t *data, uint32_t len,
+		    const union wg_sockaddr *src, struct wg_tx *tx)
 {
-	const uint8_t *p = wg_pkt_payload(pkt);
 	size_t want;
 
-	if (pkt->len < sizeof(struct wg_message_header))
+	if (len < sizeof(struct wg_message_header))
 		goto malformed;
-	switch (p[0]) {
+	switch (data[0]) {
 	case WG_MSG_DATA:
-		if (pkt->len < WG_MSG_DATA_MIN)
+		if (len < WG_MSG_DATA_MIN)
 			goto malformed;
-		return receive_data(dev, pkt, tx);
+		return receive_data(dev, data, len, src, tx);
 	case WG_MSG_HANDSHAKE_INITIATION:
 		want = sizeof(struct wg_msg_initiation);
 		break;
@@ -172,11 +171,11 @@ bool wg_receive(struct wg_device *dev, struct wg_pkt *pkt, struct wg_tx *tx)
 	default:
 		goto malformed;
 	}
-	if (pkt->len != want)
+	if (len != want)
 		goto malformed;
-	wg_handshake_enqueue(dev, p, pkt->len, &pkt->addr);
-	return false;
+	wg_handshake_enqueue(dev, data, len, src);
+	return 0;
 malformed:
 	wg_stat_inc(&dev->stats, drop_malformed);
-	return false;
+	return 0;
 }

@@ -9,10 +9,11 @@
 
 struct wg_device;
 
-/* A datagram from the UDP socket (payload at off, source in addr). Returns
- * true when pkt now holds an inner packet for the TUN; false when it was
- * consumed (handshake queued, keepalive) or dropped and counted — the
- * caller then releases it. Device lock held shared. */
-bool wg_receive(struct wg_device *dev, struct wg_pkt *pkt, struct wg_tx *tx);
+/* One datagram data[0, len) from src, opened in place. Returns the length
+ * of the inner packet, which then starts at data + WG_PKT_HEADROOM, ready
+ * for the TUN; 0 when the datagram was consumed (handshake queued,
+ * keepalive) or dropped and counted. Device lock held shared. */
+uint32_t wg_receive(struct wg_device *dev, uint8_t *data, uint32_t len,
+		    const union wg_sockaddr *src, struct wg_tx *tx);
 
 #endif

@@ -3,18 +3,35 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "wg/log.h"
 
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
 enum { SOCKET_BUFFER_BYTES = 4 << 20 };
 
-static int open_one(int family, uint16_t port, uint32_t fwmark)
+void wg_socket_init(struct wg_socket_set *s)
+{
+	memset(s, 0, sizeof(*s));
+	for (int i = 0; i < WG_MAX_WORKERS; i++) {
+		atomic_init(&s->pair[i].fd4, -1);
+		atomic_init(&s->pair[i].fd6, -1);
+	}
+}
+
+static int open_one(int family, uint16_t port, uint32_t fwmark, bool reuse, bool *gro, bool *gso)
 {
 	union wg_sockaddr a;
-	int one = 1, size = SOCKET_BUFFER_BYTES;
+	int one = 1, size = SOCKET_BUFFER_BYTES, seg = 1280;
 	int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP);
 
 	if (fd < 0)
@@ -30,6 +47,9 @@ static int open_one(int family, uint16_t port, uint32_t fwmark)
 		a.in4.sin_port = htons(port);
 		a.in4.sin_addr.s_addr = htonl(INADDR_ANY);
 	}
+	/* Every worker binds the same port; the kernel hashes flows over them. */
+	if (reuse && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)))
+		goto fail;
 	/* Bigger buffers absorb bursts between io_uring batches; the FORCE
 	 * variants need CAP_NET_ADMIN, which weftd has at start-up. */
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)))
@@ -38,6 +58,14 @@ static int open_one(int family, uint16_t port, uint32_t fwmark)
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
 	if (fwmark && setsockopt(fd, SOL_SOCKET, SO_MARK, &fwmark, sizeof(fwmark)))
 		goto fail;
+	if (setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)))
+		*gro = false;
+	/* Probing UDP_SEGMENT as a socket option tells whether GSO sends are
+	 * understood; reset to 0 so only our per-send cmsg applies. */
+	if (setsockopt(fd, IPPROTO_UDP, UDP_SEGMENT, &seg, sizeof(seg)))
+		*gso = false;
+	seg = 0;
+	setsockopt(fd, IPPROTO_UDP, UDP_SEGMENT, &seg, sizeof(seg));
 	if (bind(fd, &a.sa, wg_sockaddr_len(&a)))
 		goto fail;
 	return fd;
@@ -59,57 +87,108 @@ static uint16_t bound_port(int fd)
 	return ntohs(a.sa.sa_family == AF_INET6 ? a.in6.sin6_port : a.in4.sin_port);
 }
 
-int wg_socket_open(struct wg_socket_set *s, uint16_t port, uint32_t fwmark)
+/* SO_REUSEPORT would let us join another daemon's group on a taken port
+ * (same user), so first make sure the port is free with plain binds, which
+ * also pick the random port. */
+static int probe_port(uint16_t *port)
 {
-	/* A random port must be free in both families: retry a few times. */
-	for (int attempt = 0; attempt < 16; attempt++) {
-		int fd4 = open_one(AF_INET, port, fwmark), fd6;
+	bool gro, gso;
+	int fd4 = open_one(AF_INET, *port, 0, false, &gro, &gso), fd6;
+
+	if (fd4 < 0)
+		return fd4;
+	*port = bound_port(fd4);
+	fd6 = open_one(AF_INET6, *port, 0, false, &gro, &gso);
+	close(fd4);
+	if (fd6 >= 0)
+		close(fd6);
+	return fd6 == -EADDRINUSE ? fd6 : 0;
+}
+
+static int open_group(struct wg_socket_set *s, int n, uint16_t port, uint32_t fwmark)
+{
+	bool v6 = true, reuse = n > 1;
+
+	s->gro = s->gso = true;
+	if (reuse) {
+		int err = probe_port(&port);
+		if (err)
+			return err;
+	}
+	for (int i = 0; i < n; i++) {
+		int fd4 = open_one(AF_INET, port, fwmark, reuse, &s->gro, &s->gso), fd6 = -1;
 
 		if (fd4 < 0)
 			return fd4;
-		uint16_t p = bound_port(fd4);
-		fd6 = open_one(AF_INET6, p, fwmark);
-		if (fd6 == -EADDRINUSE && !port) {
-			close(fd4);
-			continue;
+		atomic_store(&s->pair[i].fd4, fd4);
+		if (!port)
+			port = bound_port(fd4);
+		if (v6) {
+			fd6 = open_one(AF_INET6, port, fwmark, reuse, &s->gro, &s->gso);
+			if (fd6 == -EAFNOSUPPORT || fd6 == -EADDRNOTAVAIL) {
+				log_info("IPv6 unavailable, listening on IPv4 only");
+				v6 = false;
+			} else if (fd6 < 0) {
+				return fd6;
+			}
 		}
-		if (fd6 < 0 && fd6 != -EAFNOSUPPORT && fd6 != -EADDRNOTAVAIL) {
-			close(fd4);
-			return fd6;
-		}
-		if (fd6 < 0)
-			log_info("IPv6 unavailable, listening on IPv4 only");
-		atomic_store(&s->fd4, fd4);
-		atomic_store(&s->fd6, fd6 < 0 ? -1 : fd6);
-		s->port = p;
-		return 0;
+		atomic_store(&s->pair[i].fd6, fd6 < 0 ? -1 : fd6);
+		s->n = i + 1;
 	}
-	return -EADDRINUSE;
+	s->port = port;
+	return 0;
+}
+
+int wg_socket_open(struct wg_socket_set *s, int n, uint16_t port, uint32_t fwmark)
+{
+	int err = -EADDRINUSE;
+
+	if (n < 1 || n > WG_MAX_WORKERS)
+		return -EINVAL;
+	/* A random port must be free in both families: retry a few times. */
+	for (int attempt = 0; attempt < 16; attempt++) {
+		wg_socket_init(s);
+		err = open_group(s, n, port, fwmark);
+		if (!err)
+			return 0;
+		wg_socket_close(s);
+		if (err != -EADDRINUSE || port)
+			break;
+	}
+	return err;
 }
 
 void wg_socket_close(struct wg_socket_set *s)
 {
-	int fd4 = atomic_exchange(&s->fd4, -1), fd6 = atomic_exchange(&s->fd6, -1);
+	for (int i = 0; i < WG_MAX_WORKERS; i++) {
+		int fd4 = atomic_exchange(&s->pair[i].fd4, -1);
+		int fd6 = atomic_exchange(&s->pair[i].fd6, -1);
 
-	if (fd4 >= 0)
-		close(fd4);
-	if (fd6 >= 0)
-		close(fd6);
+		if (fd4 >= 0)
+			close(fd4);
+		if (fd6 >= 0)
+			close(fd6);
+	}
+	s->n = 0;
 }
 
 int wg_socket_set_fwmark(struct wg_socket_set *s, uint32_t fwmark)
 {
-	int fds[2] = { atomic_load(&s->fd4), atomic_load(&s->fd6) };
+	for (int i = 0; i < s->n; i++) {
+		int fds[2] = { atomic_load(&s->pair[i].fd4), atomic_load(&s->pair[i].fd6) };
 
-	for (int i = 0; i < 2; i++)
-		if (fds[i] >= 0 && setsockopt(fds[i], SOL_SOCKET, SO_MARK, &fwmark, sizeof(fwmark)))
-			return -errno;
+		for (int j = 0; j < 2; j++)
+			if (fds[j] >= 0 &&
+			    setsockopt(fds[j], SOL_SOCKET, SO_MARK, &fwmark, sizeof(fwmark)))
+				return -errno;
+	}
 	return 0;
 }
 
 int wg_socket_send(struct wg_socket_set *s, const void *buf, size_t len, const union wg_sockaddr *dst)
 {
-	int fd = dst->sa.sa_family == AF_INET6 ? atomic_load(&s->fd6) : atomic_load(&s->fd4);
+	int fd = dst->sa.sa_family == AF_INET6 ? atomic_load(&s->pair[0].fd6) :
+						 atomic_load(&s->pair[0].fd4);
 
 	if (fd < 0)
 		return -EAFNOSUPPORT;

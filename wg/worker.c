@@ -1,16 +1,22 @@
-/* The data-path worker. Reads are kept armed on the TUN and on each UDP
- * socket; each loop turn reaps a batch of completions under the device's
- * shared lock, turns them into sends and TUN writes, and submits them all
- * with the next wait: one io_uring_enter per batch.
+/* The data-path worker. Reads are kept armed on the worker's TUN queue and
+ * UDP sockets; each loop turn reaps a batch of completions under the
+ * device's shared lock, turns them into sends and TUN writes, and submits
+ * them all with the next wait: one io_uring_enter per batch.
  *
- * Buffers come from a fixed pool (touched pages only count as memory);
- * staged packets are copied out of it so a slow handshake cannot starve
- * the reads. */
+ * Receive takes UDP GRO runs (many datagrams per completion). Send gathers
+ * the batch's sealed datagrams and sends each run of equal-sized datagrams
+ * to one endpoint with a single UDP_SEGMENT (GSO) sendmsg.
+ *
+ * Buffers come from two fixed pools (only touched pages count as memory):
+ * big ones for reads of up to 64 KiB, small ones for single packets.
+ * Staged packets are copied out so a slow handshake cannot starve reads. */
 #include "wg/worker.h"
 
 #include <errno.h>
 #include <liburing.h>
+#include <netinet/udp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -22,14 +28,25 @@
 #include "wg/receive.h"
 #include "wg/send.h"
 
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
 enum {
-	POOL_SIZE = 256,
+	BIG_POOL = 160,
 	TUN_READS = 32,
-	UDP_RECVS = 32,      /* per socket */
-	N_OPS = POOL_SIZE + 64,
-	RING_ENTRIES = 512,
-	BATCH = 128,
-	MAX_SOCKS = 8,       /* two current, the rest retiring */
+	UDP_RECVS = 16,        /* per socket */
+	N_OPS = 640,
+	N_BATCHES = 256,
+	MAX_SEGS = 64,         /* datagrams per GSO send (kernel allows 128) */
+	GSO_MAX_BYTES = 65000, /* UDP payload limit of one GSO send */
+	PENDING_MAX = 256,
+	RING_ENTRIES = 1024,
+	REAP_BATCH = 128,
+	MAX_SOCKS = 8,         /* two current, the rest retiring */
 };
 
 enum op_type { OP_TUN_READ, OP_TUN_WRITE, OP_UDP_RECV, OP_UDP_SEND, OP_WAKE, OP_CANCEL };
@@ -41,60 +58,92 @@ struct wsock {
 	bool retired;
 };
 
+/* One GSO send: a run of datagrams to one endpoint. */
+struct send_batch {
+	struct wg_pkt *pkts[MAX_SEGS];
+	struct iovec iov[MAX_SEGS];
+	unsigned int n;
+	union wg_sockaddr dst;
+	union {
+		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} cmsg;
+	struct send_batch *next;
+};
+
 struct op {
 	enum op_type type;
 	struct wsock *sock;
 	struct wg_pkt *pkt;
+	struct send_batch *batch;
 	struct msghdr msg;
 	struct iovec iov;
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cmsg;
 	struct op *next;
 };
 
 /* Owned by the worker thread alone, but for wake_fd (anyone may kick). */
 struct wg_worker {
+	struct wg_tx tx;      /* the tx callbacks find the worker through it */
 	struct wg_device *dev;
-	struct wg_tx tx;      /* first: the tx callbacks find the worker */
+	int id;
+	int cpu;              /* -1: not pinned */
+	int tun_fd;
 	struct io_uring ring;
 	pthread_t thread;
 	int wake_fd;
 	uint64_t wake_val;
-	struct op ops[N_OPS];
+	struct op *ops;
 	struct op *free_ops;
 	unsigned int ops_in_use;
+	struct send_batch *batches;
+	struct send_batch *free_batches;
 	uint8_t *pool_mem;
-	struct wg_pkt *free_pkts;
+	size_t pool_len;
+	struct wg_pkt *free_big;
+	struct wg_pkt *pending[PENDING_MAX];
+	unsigned int n_pending;
 	unsigned int tun_reads;
 	struct wsock socks[MAX_SOCKS];
 	struct wsock *cur4, *cur6;
+	bool gso;
 	bool dead_tun;
 };
 
+static const size_t big_slot = (sizeof(struct wg_pkt) + WG_PKT_BUF_SIZE + 63) & ~(size_t)63;
+
 static struct wg_worker *tx_worker(struct wg_tx *tx)
 {
-	return (struct wg_worker *)((char *)tx - offsetof(struct wg_worker, tx));
+	return (struct wg_worker *)tx;
 }
 
 static struct wg_pkt *pkt_get(struct wg_worker *w)
 {
-	struct wg_pkt *p = w->free_pkts;
+	struct wg_pkt *p = w->free_big;
 
 	if (p) {
-		w->free_pkts = p->next;
+		w->free_big = p->next;
 		p->next = NULL;
 		p->off = WG_PKT_HEADROOM;
 		p->len = 0;
+		p->refs = 1;
 	}
 	return p;
 }
 
 static void pkt_put(struct wg_worker *w, struct wg_pkt *p)
 {
+	if (--p->refs)
+		return;
 	if (!p->pooled) {
 		free(p);
 		return;
 	}
-	p->next = w->free_pkts;
-	w->free_pkts = p;
+	p->next = w->free_big;
+	w->free_big = p;
 }
 
 static struct op *op_get(struct wg_worker *w, enum op_type type)
@@ -128,34 +177,46 @@ static struct io_uring_sqe *sqe_get(struct wg_worker *w)
 	return sqe;
 }
 
+/* An op with an SQE, or NULL (nothing taken) when either pool is dry. */
+static struct op *prepare(struct wg_worker *w, enum op_type type, struct io_uring_sqe **sqe)
+{
+	struct op *op = op_get(w, type);
+
+	if (!op)
+		return NULL;
+	*sqe = sqe_get(w);
+	if (!*sqe) {
+		op_put(w, op);
+		return NULL;
+	}
+	io_uring_sqe_set_data(*sqe, op);
+	return op;
+}
+
 static void arm_tun_read(struct wg_worker *w)
 {
+	struct io_uring_sqe *sqe;
 	struct wg_pkt *p = pkt_get(w);
-	struct op *op = p ? op_get(w, OP_TUN_READ) : NULL;
-	struct io_uring_sqe *sqe = op ? sqe_get(w) : NULL;
+	struct op *op = p ? prepare(w, OP_TUN_READ, &sqe) : NULL;
 
-	if (!sqe) {
-		if (op)
-			op_put(w, op);
+	if (!op) {
 		if (p)
 			pkt_put(w, p);
 		return;
 	}
 	op->pkt = p;
-	io_uring_prep_read(sqe, w->dev->tun_fd, wg_pkt_payload(p), WG_PKT_MAX_INNER, 0);
+	io_uring_prep_read(sqe, w->tun_fd, wg_pkt_payload(p), WG_PKT_MAX_INNER, 0);
 	io_uring_sqe_set_data(sqe, op);
 	w->tun_reads++;
 }
 
 static void arm_udp_recv(struct wg_worker *w, struct wsock *s)
 {
+	struct io_uring_sqe *sqe;
 	struct wg_pkt *p = pkt_get(w);
-	struct op *op = p ? op_get(w, OP_UDP_RECV) : NULL;
-	struct io_uring_sqe *sqe = op ? sqe_get(w) : NULL;
+	struct op *op = p ? prepare(w, OP_UDP_RECV, &sqe) : NULL;
 
-	if (!sqe) {
-		if (op)
-			op_put(w, op);
+	if (!op) {
 		if (p)
 			pkt_put(w, p);
 		return;
@@ -169,6 +230,8 @@ static void arm_udp_recv(struct wg_worker *w, struct wsock *s)
 	op->msg.msg_namelen = sizeof(p->addr);
 	op->msg.msg_iov = &op->iov;
 	op->msg.msg_iovlen = 1;
+	op->msg.msg_control = op->cmsg.buf;
+	op->msg.msg_controllen = sizeof(op->cmsg.buf);
 	io_uring_prep_recvmsg(sqe, s->fd, &op->msg, 0);
 	io_uring_sqe_set_data(sqe, op);
 	s->recvs++;
@@ -177,43 +240,93 @@ static void arm_udp_recv(struct wg_worker *w, struct wsock *s)
 
 static void arm_wake(struct wg_worker *w)
 {
-	struct op *op = op_get(w, OP_WAKE);
-	struct io_uring_sqe *sqe = op ? sqe_get(w) : NULL;
+	struct io_uring_sqe *sqe;
 
-	if (!sqe) {
-		if (op)
-			op_put(w, op);
+	if (prepare(w, OP_WAKE, &sqe))
+		io_uring_prep_read(sqe, w->wake_fd, &w->wake_val, sizeof(w->wake_val), 0);
+}
+
+static void drop_tx(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n)
+{
+	wg_stat_add(&w->dev->stats, drop_tx_error, n);
+	for (unsigned int i = 0; i < n; i++)
+		pkt_put(w, pkts[i]);
+}
+
+/* One sendmsg for pkts[0, n): equal sizes but for a shorter last one. */
+static void send_run(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n, uint32_t seg)
+{
+	struct wsock *s = pkts[0]->addr.sa.sa_family == AF_INET6 ? w->cur6 : w->cur4;
+	struct send_batch *b = w->free_batches;
+	struct io_uring_sqe *sqe;
+	struct op *op;
+
+	if (!s || !b || !(op = prepare(w, OP_UDP_SEND, &sqe))) {
+		drop_tx(w, pkts, n);
 		return;
 	}
-	io_uring_prep_read(sqe, w->wake_fd, &w->wake_val, sizeof(w->wake_val), 0);
-	io_uring_sqe_set_data(sqe, op);
+	w->free_batches = b->next;
+	b->n = n;
+	b->dst = pkts[0]->addr;
+	for (unsigned int i = 0; i < n; i++) {
+		b->pkts[i] = pkts[i];
+		b->iov[i].iov_base = wg_pkt_payload(pkts[i]);
+		b->iov[i].iov_len = pkts[i]->len;
+	}
+	op->batch = b;
+	op->sock = s;
+	op->msg.msg_name = &b->dst;
+	op->msg.msg_namelen = wg_sockaddr_len(&b->dst);
+	op->msg.msg_iov = b->iov;
+	op->msg.msg_iovlen = n;
+	if (n > 1) {
+		struct cmsghdr *cm = &b->cmsg.align;
+
+		op->msg.msg_control = b->cmsg.buf;
+		op->msg.msg_controllen = sizeof(b->cmsg.buf);
+		cm->cmsg_level = SOL_UDP;
+		cm->cmsg_type = UDP_SEGMENT;
+		cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+		*(uint16_t *)(void *)CMSG_DATA(cm) = (uint16_t)seg;
+	}
+	io_uring_prep_sendmsg(sqe, s->fd, &op->msg, 0);
+	s->inflight++;
+}
+
+/* Sends the batch's datagrams, grouping runs for GSO. */
+static void flush_tx(struct wg_worker *w)
+{
+	unsigned int i = 0, n = w->n_pending;
+
+	while (i < n) {
+		struct wg_pkt *first = w->pending[i];
+		uint32_t seg = first->len;
+		unsigned int max = w->gso ? GSO_MAX_BYTES / seg : 1, j = i + 1;
+
+		if (max > MAX_SEGS)
+			max = MAX_SEGS;
+		while (j < n && j - i < max) {
+			struct wg_pkt *p = w->pending[j];
+
+			if (p->len > seg || !wg_sockaddr_equal(&p->addr, &first->addr))
+				break;
+			j++;
+			if (p->len < seg)
+				break; /* a shorter datagram ends a GSO run */
+		}
+		send_run(w, &w->pending[i], j - i, seg);
+		i = j;
+	}
+	w->n_pending = 0;
 }
 
 static void tx_emit(struct wg_tx *tx, struct wg_pkt *p)
 {
 	struct wg_worker *w = tx_worker(tx);
-	struct wsock *s = p->addr.sa.sa_family == AF_INET6 ? w->cur6 : w->cur4;
-	struct op *op = s ? op_get(w, OP_UDP_SEND) : NULL;
-	struct io_uring_sqe *sqe = op ? sqe_get(w) : NULL;
 
-	if (!sqe) {
-		if (op)
-			op_put(w, op);
-		wg_stat_inc(&w->dev->stats, drop_tx_error);
-		pkt_put(w, p);
-		return;
-	}
-	op->pkt = p;
-	op->sock = s;
-	op->iov.iov_base = wg_pkt_payload(p);
-	op->iov.iov_len = p->len;
-	op->msg.msg_name = &p->addr;
-	op->msg.msg_namelen = wg_sockaddr_len(&p->addr);
-	op->msg.msg_iov = &op->iov;
-	op->msg.msg_iovlen = 1;
-	io_uring_prep_sendmsg(sqe, s->fd, &op->msg, 0);
-	io_uring_sqe_set_data(sqe, op);
-	s->inflight++;
+	if (w->n_pending == PENDING_MAX)
+		flush_tx(w);
+	w->pending[w->n_pending++] = p;
 }
 
 static void tx_release(struct wg_tx *tx, struct wg_pkt *p)
@@ -221,20 +334,17 @@ static void tx_release(struct wg_tx *tx, struct wg_pkt *p)
 	pkt_put(tx_worker(tx), p);
 }
 
-static void tun_write(struct wg_worker *w, struct wg_pkt *p)
+/* Writes data[0, len) of p to the TUN; p stays referenced until done. */
+static void tun_write(struct wg_worker *w, struct wg_pkt *p, uint8_t *data, uint32_t len)
 {
-	struct op *op = op_get(w, OP_TUN_WRITE);
-	struct io_uring_sqe *sqe = op ? sqe_get(w) : NULL;
+	struct io_uring_sqe *sqe;
+	struct op *op = prepare(w, OP_TUN_WRITE, &sqe);
 
-	if (!sqe) {
-		if (op)
-			op_put(w, op);
-		pkt_put(w, p);
+	if (!op)
 		return;
-	}
+	p->refs++;
 	op->pkt = p;
-	io_uring_prep_write(sqe, w->dev->tun_fd, wg_pkt_payload(p), p->len, 0);
-	io_uring_sqe_set_data(sqe, op);
+	io_uring_prep_write(sqe, w->tun_fd, data, len, 0);
 }
 
 static struct wsock *sock_add(struct wg_worker *w, int fd)
@@ -263,27 +373,22 @@ static void sock_release(struct wg_worker *w, struct wsock *s)
 static void sock_retire(struct wg_worker *w, struct wsock *s)
 {
 	struct io_uring_sqe *sqe;
-	struct op *op;
 
 	if (!s)
 		return;
 	s->retired = true;
-	op = op_get(w, OP_CANCEL);
-	sqe = op ? sqe_get(w) : NULL;
-	if (sqe) {
+	if (prepare(w, OP_CANCEL, &sqe))
 		io_uring_prep_cancel_fd(sqe, s->fd, IORING_ASYNC_CANCEL_ALL);
-		io_uring_sqe_set_data(sqe, op);
-	} else if (op) {
-		op_put(w, op);
-	}
 	sock_release(w, s);
 }
 
 /* The control thread swapped the device's sockets (a new listen port). */
 static void follow_sockets(struct wg_worker *w)
 {
-	int fd4 = atomic_load(&w->dev->sockets.fd4), fd6 = atomic_load(&w->dev->sockets.fd6);
+	struct wg_socket_pair *pair = &w->dev->sockets.pair[w->id];
+	int fd4 = atomic_load(&pair->fd4), fd6 = atomic_load(&pair->fd6);
 
+	w->gso = w->dev->sockets.gso;
 	if ((w->cur4 ? w->cur4->fd : -1) != fd4) {
 		sock_retire(w, w->cur4);
 		w->cur4 = sock_add(w, fd4);
@@ -306,7 +411,57 @@ static void tun_gone(struct wg_worker *w, int err)
 		w->dev->on_fatal(w->dev->on_fatal_ctx);
 }
 
-static void complete(struct wg_worker *w, struct op *op, int res, unsigned int flags)
+/* The segment size of a UDP GRO run, or 0 when the datagram came alone. */
+static uint32_t gro_size(struct msghdr *msg)
+{
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(msg); cm; cm = CMSG_NXTHDR(msg, cm)) {
+		if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
+			int v;
+			memcpy(&v, CMSG_DATA(cm), sizeof(v));
+			return v > 0 ? (uint32_t)v : 0;
+		}
+	}
+	return 0;
+}
+
+static void udp_received(struct wg_worker *w, struct op *op, uint32_t len)
+{
+	struct wg_pkt *p = op->pkt;
+	uint32_t seg = gro_size(&op->msg);
+
+	if (!seg || seg > len)
+		seg = len;
+	for (uint32_t off = 0; off < len; off += seg) {
+		uint32_t dlen = len - off < seg ? len - off : seg;
+		uint32_t inner = wg_receive(w->dev, p->data + off, dlen, &p->addr, &w->tx);
+
+		if (inner)
+			tun_write(w, p, p->data + off + WG_PKT_HEADROOM, inner);
+	}
+}
+
+static void send_done(struct wg_worker *w, struct op *op, int res)
+{
+	struct send_batch *b = op->batch;
+
+	op->sock->inflight--;
+	if (res < 0) {
+		if (res == -EIO && b->n > 1 && w->gso) {
+			/* The route's device cannot segment UDP: stop asking. */
+			w->gso = false;
+			log_info("UDP GSO send failed (EIO); sending datagrams one by one");
+		}
+		wg_stat_add(&w->dev->stats, drop_tx_error, b->n);
+		log_ratelimited(WG_LOG_DEBUG, "UDP send failed: %s", strerror(-res));
+	}
+	for (unsigned int i = 0; i < b->n; i++)
+		pkt_put(w, b->pkts[i]);
+	b->next = w->free_batches;
+	w->free_batches = b;
+	sock_release(w, op->sock);
+}
+
+static void complete(struct wg_worker *w, struct op *op, int res)
 {
 	struct wg_device *dev = w->dev;
 	struct wg_pkt *p = op->pkt;
@@ -326,27 +481,17 @@ static void complete(struct wg_worker *w, struct op *op, int res, unsigned int f
 	case OP_UDP_RECV:
 		op->sock->recvs--;
 		op->sock->inflight--;
-		if (res >= 0 && !op->sock->retired && !(op->msg.msg_flags & MSG_TRUNC)) {
-			p->len = (uint32_t)res;
-			if (wg_receive(dev, p, &w->tx)) {
-				tun_write(w, p);
-				p = NULL;
-			}
-		} else if (res >= 0) {
-			wg_stat_inc(&dev->stats, drop_malformed);
-		}
-		if (p)
-			pkt_put(w, p);
-		sock_release(w, op->sock);
-		break;
-	case OP_UDP_SEND:
-		op->sock->inflight--;
-		if (res < 0) {
-			wg_stat_inc(&dev->stats, drop_tx_error);
-			log_ratelimited(WG_LOG_DEBUG, "UDP send failed: %s", strerror(-res));
+		if (res >= 0 && !op->sock->retired) {
+			if (op->msg.msg_flags & MSG_TRUNC)
+				wg_stat_inc(&dev->stats, drop_malformed);
+			else
+				udp_received(w, op, (uint32_t)res);
 		}
 		pkt_put(w, p);
 		sock_release(w, op->sock);
+		break;
+	case OP_UDP_SEND:
+		send_done(w, op, res);
 		break;
 	case OP_TUN_WRITE:
 		if (res < 0)
@@ -369,20 +514,20 @@ static void refill(struct wg_worker *w)
 	struct wsock *cur[2] = { w->cur4, w->cur6 };
 
 	if (!w->dead_tun)
-		while (w->tun_reads < TUN_READS && w->free_pkts && w->free_ops)
+		while (w->tun_reads < TUN_READS && w->free_big && w->free_ops)
 			arm_tun_read(w);
 	for (int i = 0; i < 2; i++)
-		while (cur[i] && cur[i]->recvs < UDP_RECVS && w->free_pkts && w->free_ops)
+		while (cur[i] && cur[i]->recvs < UDP_RECVS && w->free_big && w->free_ops)
 			arm_udp_recv(w, cur[i]);
 }
 
 static unsigned int reap(struct wg_worker *w)
 {
-	struct io_uring_cqe *cqes[BATCH];
-	unsigned int n = io_uring_peek_batch_cqe(&w->ring, cqes, BATCH);
+	struct io_uring_cqe *cqes[REAP_BATCH];
+	unsigned int n = io_uring_peek_batch_cqe(&w->ring, cqes, REAP_BATCH);
 
 	for (unsigned int i = 0; i < n; i++)
-		complete(w, io_uring_cqe_get_data(cqes[i]), cqes[i]->res, cqes[i]->flags);
+		complete(w, io_uring_cqe_get_data(cqes[i]), cqes[i]->res);
 	io_uring_cq_advance(&w->ring, n);
 	return n;
 }
@@ -395,6 +540,9 @@ static void drain(struct wg_worker *w)
 	struct __kernel_timespec ts = { .tv_sec = 0, .tv_nsec = 100 * 1000 * 1000 };
 	struct io_uring_cqe *cqe;
 
+	for (unsigned int i = 0; i < w->n_pending; i++)
+		pkt_put(w, w->pending[i]);
+	w->n_pending = 0;
 	if (sqe) {
 		io_uring_prep_cancel(sqe, NULL, IORING_ASYNC_CANCEL_ANY);
 		io_uring_sqe_set_data(sqe, NULL);
@@ -405,11 +553,13 @@ static void drain(struct wg_worker *w)
 			continue;
 		while (io_uring_peek_cqe(&w->ring, &cqe) == 0) {
 			struct op *op = io_uring_cqe_get_data(cqe);
-			if (op) {
-				if (op->pkt)
-					pkt_put(w, op->pkt);
+
+			if (op && op->type == OP_UDP_SEND)
+				send_done(w, op, 0);
+			else if (op && op->pkt)
+				pkt_put(w, op->pkt);
+			if (op)
 				op_put(w, op);
-			}
 			io_uring_cqe_seen(&w->ring, cqe);
 		}
 	}
@@ -420,6 +570,14 @@ static void *worker_thread(void *arg)
 	struct wg_worker *w = arg;
 	struct wg_device *dev = w->dev;
 
+	if (w->cpu >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(w->cpu, &set);
+		if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set))
+			log_error("worker %d: cannot pin to CPU %d", w->id, w->cpu);
+	}
 	pthread_rwlock_rdlock(&dev->lock);
 	follow_sockets(w);
 	pthread_rwlock_unlock(&dev->lock);
@@ -432,62 +590,79 @@ static void *worker_thread(void *arg)
 			break;
 		}
 		pthread_rwlock_rdlock(&dev->lock);
-		while (reap(w) == BATCH)
+		while (reap(w) == REAP_BATCH)
 			;
+		flush_tx(w);
 		pthread_rwlock_unlock(&dev->lock);
 	}
 	drain(w);
 	return NULL;
 }
 
-int wg_worker_start(struct wg_device *dev, struct wg_worker **out)
+static void worker_free(struct wg_worker *w)
+{
+	if (w->wake_fd >= 0)
+		close(w->wake_fd);
+	if (w->pool_mem && w->pool_mem != MAP_FAILED)
+		munmap(w->pool_mem, w->pool_len);
+	free(w->ops);
+	free(w->batches);
+	free(w);
+}
+
+int wg_worker_start(struct wg_device *dev, int id, int tun_fd, int cpu, struct wg_worker **out)
 {
 	struct wg_worker *w = calloc(1, sizeof(*w));
-	size_t slot = (sizeof(struct wg_pkt) + WG_PKT_BUF_SIZE + 63) & ~(size_t)63;
 	struct io_uring_params params = { 0 };
 	int err;
 
 	if (!w)
 		return -ENOMEM;
 	w->dev = dev;
+	w->id = id;
+	w->cpu = cpu;
+	w->tun_fd = tun_fd;
+	w->wake_fd = -1;
 	w->tx.dev = dev;
 	w->tx.emit = tx_emit;
 	w->tx.release = tx_release;
 	for (int i = 0; i < MAX_SOCKS; i++)
 		w->socks[i].fd = -1;
+	w->ops = calloc(N_OPS, sizeof(*w->ops));
+	w->batches = calloc(N_BATCHES, sizeof(*w->batches));
+	w->pool_len = big_slot * BIG_POOL;
+	w->pool_mem = mmap(NULL, w->pool_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	w->wake_fd = eventfd(0, EFD_CLOEXEC);
+	if (!w->ops || !w->batches || w->pool_mem == MAP_FAILED || w->wake_fd < 0) {
+		worker_free(w);
+		return -ENOMEM;
+	}
 	for (int i = N_OPS - 1; i >= 0; i--) {
 		w->ops[i].next = w->free_ops;
 		w->free_ops = &w->ops[i];
 	}
-	w->pool_mem = mmap(NULL, slot * POOL_SIZE, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (w->pool_mem == MAP_FAILED) {
-		free(w);
-		return -ENOMEM;
+	for (int i = N_BATCHES - 1; i >= 0; i--) {
+		w->batches[i].next = w->free_batches;
+		w->free_batches = &w->batches[i];
 	}
-	for (int i = POOL_SIZE - 1; i >= 0; i--) {
-		struct wg_pkt *p = (struct wg_pkt *)(w->pool_mem + slot * (size_t)i);
+	for (int i = BIG_POOL - 1; i >= 0; i--) {
+		struct wg_pkt *p = (struct wg_pkt *)(w->pool_mem + big_slot * (size_t)i);
+
 		p->cap = WG_PKT_BUF_SIZE;
 		p->pooled = true;
-		p->next = w->free_pkts;
-		w->free_pkts = p;
+		p->next = w->free_big;
+		w->free_big = p;
 	}
-	w->wake_fd = eventfd(0, EFD_CLOEXEC);
 	params.flags = IORING_SETUP_COOP_TASKRUN;
-	err = w->wake_fd < 0 ? -errno : io_uring_queue_init_params(RING_ENTRIES, &w->ring, &params);
+	err = io_uring_queue_init_params(RING_ENTRIES, &w->ring, &params);
 	if (err) {
-		if (w->wake_fd >= 0)
-			close(w->wake_fd);
-		munmap(w->pool_mem, slot * POOL_SIZE);
-		free(w);
+		worker_free(w);
 		return err;
 	}
 	err = pthread_create(&w->thread, NULL, worker_thread, w);
 	if (err) {
 		io_uring_queue_exit(&w->ring);
-		close(w->wake_fd);
-		munmap(w->pool_mem, slot * POOL_SIZE);
-		free(w);
+		worker_free(w);
 		return -err;
 	}
 	*out = w;
@@ -504,8 +679,6 @@ void wg_worker_kick(struct wg_worker *w)
 
 void wg_worker_stop(struct wg_worker *w)
 {
-	size_t slot = (sizeof(struct wg_pkt) + WG_PKT_BUF_SIZE + 63) & ~(size_t)63;
-
 	if (!w)
 		return;
 	wg_worker_kick(w);
@@ -514,7 +687,5 @@ void wg_worker_stop(struct wg_worker *w)
 	for (int i = 0; i < MAX_SOCKS; i++)
 		if (w->socks[i].fd >= 0 && w->socks[i].retired)
 			close(w->socks[i].fd);
-	close(w->wake_fd);
-	munmap(w->pool_mem, slot * POOL_SIZE);
-	free(w);
+	worker_free(w);
 }

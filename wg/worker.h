@@ -7,8 +7,9 @@
 struct wg_device;
 struct wg_worker;
 
-/* 0 or -errno. The worker runs until wg_worker_stop. */
-int wg_worker_start(struct wg_device *dev, struct wg_worker **out);
+/* Worker id serves TUN queue tun_fd and socket pair id, pinned to cpu
+ * (-1: not pinned). 0 or -errno. The worker runs until wg_worker_stop. */
+int wg_worker_start(struct wg_device *dev, int id, int tun_fd, int cpu, struct wg_worker **out);
 /* Wakes the worker to notice new sockets or a stop. */
 void wg_worker_kick(struct wg_worker *w);
 void wg_worker_stop(struct wg_worker *w);
