@@ -22,6 +22,7 @@
 
 #include "crypto/aead.h"
 #include "tun/netlink.h"
+#include "tun/offload.h"
 #include "tun/tun.h"
 #include "wg/clock.h"
 #include "wg/device.h"
@@ -90,6 +91,28 @@ static int worker_plan(int *cpus)
 	return (int)n;
 }
 
+/* Asks the TUN for the most offloads it takes, falling back step by step;
+ * each fallback is logged once. */
+static void setup_offloads(int fd)
+{
+	static const struct {
+		unsigned int flags;
+		const char *what;
+	} tries[] = {
+		{ TUN_OFFLOAD_FLAGS, "checksum, TSO and USO" },
+		{ TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6, "checksum and TSO (no USO)" },
+		{ TUN_F_CSUM, "checksum only (no TSO)" },
+		{ 0, "none" },
+	};
+
+	for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+		if (!tun_set_offload(fd, tries[i].flags)) {
+			wg_log(i ? WG_LOG_ERROR : WG_LOG_VERBOSE, "TUN offloads: %s", tries[i].what);
+			return;
+		}
+	}
+}
+
 static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
@@ -107,6 +130,8 @@ static void usage(FILE *f, const char *prog)
 		"  LOG_LEVEL=error|verbose|debug|silent   log verbosity (default error)\n"
 		"  WEFT_WORKERS=N                         data-path threads (default: one per CPU)\n"
 		"  WEFT_CPUS=0,1,...                      pin worker i to the i-th CPU listed\n"
+		"  WEFT_TUN_OFFLOAD=0                     no virtio-net header, TSO or GRO on the TUN\n"
+		"  WEFT_UDP_GSO=0, WEFT_UDP_GRO=0         no UDP segmentation / coalescing\n"
 		"  WEFT_AEAD=sodium|openssl               force a ChaCha20-Poly1305 backend\n"
 		"                                         (default: the faster on this CPU)\n",
 		prog);
@@ -177,6 +202,8 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *env_fg = getenv("WG_PROCESS_FOREGROUND");
+	const char *env_off = getenv("WEFT_TUN_OFFLOAD");
+	bool vnet = !(env_off && !strcmp(env_off, "0"));
 	bool foreground = env_fg && !strcmp(env_fg, "1");
 	char name[IFNAMSIZ];
 	struct wg_uapi_server *uapi = NULL;
@@ -220,13 +247,13 @@ int main(int argc, char **argv)
 	choose_aead();
 
 	n_workers = worker_plan(cpus);
-	tun_fds[0] = tun_open(argv[optind], name, n_workers > 1);
+	tun_fds[0] = tun_open_vnet(argv[optind], name, n_workers > 1, vnet);
 	if (tun_fds[0] < 0) {
 		log_error("Failed to create TUN device: %s", strerror(-tun_fds[0]));
 		return 1;
 	}
 	for (n_open = 1; n_open < n_workers; n_open++) {
-		tun_fds[n_open] = tun_open_queue(name, false);
+		tun_fds[n_open] = tun_open_queue(name, vnet);
 		if (tun_fds[n_open] < 0) {
 			log_error("Failed to open TUN queue %d: %s", n_open, strerror(-tun_fds[n_open]));
 			while (n_open--)
@@ -234,6 +261,10 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	if (vnet)
+		setup_offloads(tun_fds[0]);
+	else
+		log_info("TUN offloads off (WEFT_TUN_OFFLOAD=0)");
 	if (tun_link_set_mtu(name, WG_DEFAULT_MTU) < 0)
 		log_error("cannot set MTU %d on %s", WG_DEFAULT_MTU, name);
 
@@ -255,7 +286,7 @@ int main(int argc, char **argv)
 	sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
 	stop_fd = eventfd(0, EFD_CLOEXEC);
 
-	dev = wg_device_new(name, tun_fds, cpus, n_workers, WG_DEFAULT_MTU);
+	dev = wg_device_new(name, tun_fds, cpus, n_workers, vnet, WG_DEFAULT_MTU);
 	if (!dev) {
 		log_error("Failed to create device");
 		for (int i = 0; i < n_workers; i++)

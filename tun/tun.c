@@ -61,11 +61,23 @@ static int attach(const char *ifname, short flags, char *name_out)
 
 int tun_open(const char *ifname, char *name_out, bool multi_queue)
 {
+	return tun_open_vnet(ifname, name_out, multi_queue, false);
+}
+
+int tun_open_vnet(const char *ifname, char *name_out, bool multi_queue, bool vnet_hdr)
+{
 	short flags = IFF_TUN | IFF_NO_PI;
 
 	if (multi_queue)
 		flags |= IFF_MULTI_QUEUE;
+	if (vnet_hdr)
+		flags |= IFF_VNET_HDR;
 	return attach(ifname, flags, name_out);
+}
+
+int tun_set_offload(int fd, unsigned int flags)
+{
+	return ioctl(fd, TUNSETOFFLOAD, (unsigned long)flags) < 0 ? -errno : 0;
 }
 
 int tun_open_queue(const char *ifname, bool vnet_hdr)

@@ -11,6 +11,13 @@
  * (O_CLOEXEC, blocking) or -errno. */
 int tun_open(const char *ifname, char *name_out, bool multi_queue);
 
+/* The same, with IFF_VNET_HDR when vnet_hdr: every read and write then
+ * starts with a 10-byte virtio-net header (tun/offload.h). */
+int tun_open_vnet(const char *ifname, char *name_out, bool multi_queue, bool vnet_hdr);
+/* TUNSETOFFLOAD on an fd of a vnet-header TUN (TUN_F_* flags); 0 or -errno
+ * (-EINVAL when the kernel lacks one of them). */
+int tun_set_offload(int fd, unsigned int flags);
+
 /* Opens one more queue of the existing multi-queue TUN ifname (no pattern).
  * vnet_hdr asks for IFF_VNET_HDR, which the kernel keeps per device, not per
  * queue: it must match how the device was created (tun_open never sets it).

@@ -209,7 +209,7 @@ int wg_device_set(struct wg_device *dev, const struct wg_device_config *cfg)
 	wg_socket_init(&fresh);
 	if (cfg->has_listen_port && cfg->listen_port != dev->listen_port) {
 		err = wg_socket_open(&fresh, dev->n_workers, cfg->listen_port,
-				     cfg->has_fwmark ? cfg->fwmark : dev->fwmark);
+				     cfg->has_fwmark ? cfg->fwmark : dev->fwmark, dev->socket_flags);
 		if (err)
 			return err;
 	}
@@ -401,7 +401,7 @@ static void *timer_thread(void *arg)
 }
 
 struct wg_device *wg_device_new(const char *ifname, const int *tun_fds, const int *cpus, int n,
-				unsigned int mtu)
+				bool tun_vnet, unsigned int mtu)
 {
 	struct wg_device *dev = calloc(1, sizeof(*dev));
 	pthread_rwlockattr_t attr;
@@ -422,6 +422,7 @@ struct wg_device *wg_device_new(const char *ifname, const int *tun_fds, const in
 		dev->cpus[i] = cpus && i < n ? cpus[i] : -1;
 	}
 	dev->mtu = mtu;
+	dev->tun_vnet = tun_vnet;
 	wg_socket_init(&dev->sockets);
 	/* Writers (configuration) are rare and must not starve behind a busy
 	 * data path that re-takes the shared lock every batch. */
@@ -445,7 +446,12 @@ struct wg_device *wg_device_new(const char *ifname, const int *tun_fds, const in
 	wg_cookie_checker_init(&dev->cookie_checker);
 	if (wg_ratelimiter_init(&dev->ratelimiter) || wg_handshake_init(&dev->hsq))
 		goto fail;
-	if (wg_socket_open(&dev->sockets, n, 0, 0))
+	/* WEFT_UDP_GRO=0 / WEFT_UDP_GSO=0 turn the UDP offloads off. */
+	if (getenv("WEFT_UDP_GRO") && !strcmp(getenv("WEFT_UDP_GRO"), "0"))
+		dev->socket_flags |= WG_SOCKET_NO_GRO;
+	if (getenv("WEFT_UDP_GSO") && !strcmp(getenv("WEFT_UDP_GSO"), "0"))
+		dev->socket_flags |= WG_SOCKET_NO_GSO;
+	if (wg_socket_open(&dev->sockets, n, 0, 0, dev->socket_flags))
 		goto fail;
 	if (!dev->sockets.gro)
 		log_info("UDP GRO unavailable: one datagram per receive");

@@ -41,6 +41,8 @@ struct wg_device {
 	int tun_fds[WG_MAX_WORKERS];  /* one TUN queue per worker */
 	int cpus[WG_MAX_WORKERS];     /* each worker's CPU, -1: not pinned */
 	int n_workers;
+	bool tun_vnet;                /* TUN opened with IFF_VNET_HDR + offloads */
+	unsigned int socket_flags;    /* enum wg_socket_flags, from the environment */
 	unsigned int mtu;
 
 	pthread_rwlock_t lock;
@@ -72,9 +74,10 @@ struct wg_device {
 
 /* Takes ownership of the n TUN queue fds (one worker each; n <= WG_MAX_WORKERS)
  * and pins worker i to cpus[i] when cpus is not NULL (-1: no pinning).
+ * tun_vnet: the TUN was opened with IFF_VNET_HDR (and offloads).
  * Opens the UDP sockets on a random port. */
 struct wg_device *wg_device_new(const char *ifname, const int *tun_fds, const int *cpus, int n,
-				unsigned int mtu);
+				bool tun_vnet, unsigned int mtu);
 int wg_device_start(struct wg_device *dev);
 void wg_device_stop(struct wg_device *dev);
 void wg_device_free(struct wg_device *dev);

@@ -58,7 +58,7 @@ static int open_one(int family, uint16_t port, uint32_t fwmark, bool reuse, bool
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
 	if (fwmark && setsockopt(fd, SOL_SOCKET, SO_MARK, &fwmark, sizeof(fwmark)))
 		goto fail;
-	if (setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)))
+	if (!*gro || setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)))
 		*gro = false;
 	/* Probing UDP_SEGMENT as a socket option tells whether GSO sends are
 	 * understood; reset to 0 so only our per-send cmsg applies. */
@@ -105,11 +105,13 @@ static int probe_port(uint16_t *port)
 	return fd6 == -EADDRINUSE ? fd6 : 0;
 }
 
-static int open_group(struct wg_socket_set *s, int n, uint16_t port, uint32_t fwmark)
+static int open_group(struct wg_socket_set *s, int n, uint16_t port, uint32_t fwmark,
+		      unsigned int flags)
 {
 	bool v6 = true, reuse = n > 1;
 
-	s->gro = s->gso = true;
+	s->gro = !(flags & WG_SOCKET_NO_GRO);
+	s->gso = true;
 	if (reuse) {
 		int err = probe_port(&port);
 		if (err)
@@ -136,10 +138,13 @@ static int open_group(struct wg_socket_set *s, int n, uint16_t port, uint32_t fw
 		s->n = i + 1;
 	}
 	s->port = port;
+	if (flags & WG_SOCKET_NO_GSO)
+		s->gso = false;
 	return 0;
 }
 
-int wg_socket_open(struct wg_socket_set *s, int n, uint16_t port, uint32_t fwmark)
+int wg_socket_open(struct wg_socket_set *s, int n, uint16_t port, uint32_t fwmark,
+		   unsigned int flags)
 {
 	int err = -EADDRINUSE;
 
@@ -148,7 +153,7 @@ int wg_socket_open(struct wg_socket_set *s, int n, uint16_t port, uint32_t fwmar
 	/* A random port must be free in both families: retry a few times. */
 	for (int attempt = 0; attempt < 16; attempt++) {
 		wg_socket_init(s);
-		err = open_group(s, n, port, fwmark);
+		err = open_group(s, n, port, fwmark, flags);
 		if (!err)
 			return 0;
 		wg_socket_close(s);

@@ -27,10 +27,17 @@ struct wg_socket_set {
 	bool gso;          /* UDP_SEGMENT accepted */
 };
 
+/* Offloads a caller may refuse (tests, troubleshooting). */
+enum wg_socket_flags {
+	WG_SOCKET_NO_GRO = 1 << 0,
+	WG_SOCKET_NO_GSO = 1 << 1,
+};
+
 void wg_socket_init(struct wg_socket_set *s);
 /* Binds n pairs to port (0: a random port free in both families) with
  * fwmark (0: none). On failure nothing stays open. 0 or -errno. */
-int wg_socket_open(struct wg_socket_set *s, int n, uint16_t port, uint32_t fwmark);
+int wg_socket_open(struct wg_socket_set *s, int n, uint16_t port, uint32_t fwmark,
+		   unsigned int flags);
 void wg_socket_close(struct wg_socket_set *s);
 int wg_socket_set_fwmark(struct wg_socket_set *s, uint32_t fwmark);
 /* A direct send for the slow path (handshakes, timers) on pair 0. */

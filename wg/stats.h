@@ -21,6 +21,7 @@
 	X(drop_no_endpoint)      /* peer without an endpoint */                \
 	X(drop_staged_overflow)  /* staged queue full while handshaking */     \
 	X(drop_tx_error)         /* the kernel refused a send */               \
+	X(drop_no_buffer)        /* a worker's buffer pool ran dry */          \
 	X(hs_initiations_sent)                                                   \
 	X(hs_initiations_received)                                               \
 	X(hs_responses_sent)                                                     \

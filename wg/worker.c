@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "tun/offload.h"
 #include "wg/device.h"
 #include "wg/log.h"
 #include "wg/receive.h"
@@ -37,7 +38,10 @@
 
 enum {
 	BIG_POOL = 160,
-	TUN_READS = 32,
+	SMALL_POOL = 2048,     /* single packets: TSO segments */
+	SMALL_SLOT = 2048,
+	TUN_READS = 32,        /* 8 with TSO: each read may be 45 packets */
+	TUN_READS_TSO = 8,
 	UDP_RECVS = 16,        /* per socket */
 	N_OPS = 640,
 	N_BATCHES = 256,
@@ -104,6 +108,12 @@ struct wg_worker {
 	uint8_t *pool_mem;
 	size_t pool_len;
 	struct wg_pkt *free_big;
+	struct wg_pkt *free_small;
+	struct wg_pkt *gro_spare;   /* a big buffer for the next TCP packet */
+	struct tun_gro gro;         /* this batch's coalescing table */
+	struct tun_offload_seg segs[TUN_OFFLOAD_MAX_SEGS];
+	struct wg_pkt *seg_pkts[TUN_OFFLOAD_MAX_SEGS];
+	bool vnet;                  /* TUN frames carry a virtio-net header */
 	struct wg_pkt *pending[PENDING_MAX];
 	unsigned int n_pending;
 	unsigned int tun_reads;
@@ -115,23 +125,38 @@ struct wg_worker {
 
 static const size_t big_slot = (sizeof(struct wg_pkt) + WG_PKT_BUF_SIZE + 63) & ~(size_t)63;
 
+enum { POOL_BIG = 1, POOL_SMALL = 2 };
+
 static struct wg_worker *tx_worker(struct wg_tx *tx)
 {
 	return (struct wg_worker *)tx;
 }
 
-static struct wg_pkt *pkt_get(struct wg_worker *w)
+static struct wg_pkt *pkt_take(struct wg_pkt **list)
 {
-	struct wg_pkt *p = w->free_big;
+	struct wg_pkt *p = *list;
 
 	if (p) {
-		w->free_big = p->next;
+		*list = p->next;
 		p->next = NULL;
 		p->off = WG_PKT_HEADROOM;
 		p->len = 0;
 		p->refs = 1;
 	}
 	return p;
+}
+
+static struct wg_pkt *pkt_get(struct wg_worker *w)
+{
+	return pkt_take(&w->free_big);
+}
+
+/* A buffer for one packet of inner length len: small when it fits. */
+static struct wg_pkt *pkt_get_for(struct wg_worker *w, uint32_t len)
+{
+	if (WG_PKT_HEADROOM + len + WG_PKT_TAILROOM <= SMALL_SLOT - sizeof(struct wg_pkt))
+		return pkt_take(&w->free_small);
+	return pkt_take(&w->free_big);
 }
 
 static void pkt_put(struct wg_worker *w, struct wg_pkt *p)
@@ -142,8 +167,13 @@ static void pkt_put(struct wg_worker *w, struct wg_pkt *p)
 		free(p);
 		return;
 	}
-	p->next = w->free_big;
-	w->free_big = p;
+	if (p->pool_id == POOL_SMALL) {
+		p->next = w->free_small;
+		w->free_small = p;
+	} else {
+		p->next = w->free_big;
+		w->free_big = p;
+	}
 }
 
 static struct op *op_get(struct wg_worker *w, enum op_type type)
@@ -205,7 +235,11 @@ static void arm_tun_read(struct wg_worker *w)
 		return;
 	}
 	op->pkt = p;
-	io_uring_prep_read(sqe, w->tun_fd, wg_pkt_payload(p), WG_PKT_MAX_INNER, 0);
+	if (w->vnet)
+		io_uring_prep_read(sqe, w->tun_fd, wg_pkt_payload(p) - TUN_VNET_HDR_LEN,
+				   WG_PKT_MAX_INNER + TUN_VNET_HDR_LEN, 0);
+	else
+		io_uring_prep_read(sqe, w->tun_fd, wg_pkt_payload(p), WG_PKT_MAX_INNER, 0);
 	io_uring_sqe_set_data(sqe, op);
 	w->tun_reads++;
 }
@@ -424,6 +458,48 @@ static uint32_t gro_size(struct msghdr *msg)
 	return 0;
 }
 
+/* Writes this batch's coalesced TCP packets to the TUN. */
+static void gro_flush(struct wg_worker *w)
+{
+	struct tun_gro_out out[TUN_GRO_MAX_ITEMS];
+	int n = tun_gro_finish(&w->gro, out, TUN_GRO_MAX_ITEMS);
+
+	for (int i = 0; i < n; i++) {
+		tun_write(w, out[i].cookie, out[i].data, (uint32_t)out[i].len);
+		pkt_put(w, out[i].cookie); /* the table's reference */
+	}
+}
+
+/* An inner packet for a vnet-header TUN: TCP goes through the coalescing
+ * table (copied into a buffer with room to grow), anything else is written
+ * where it lies, behind a zero virtio-net header. */
+static void deliver_vnet(struct wg_worker *w, struct wg_pkt *p, uint8_t *inner, uint32_t len)
+{
+	bool tcp = (inner[0] >> 4 == 4 && len >= 20 && inner[9] == 6) ||
+		   (inner[0] >> 4 == 6 && len >= 40 && inner[6] == 6);
+	int ret;
+
+	if (tcp && !w->gro_spare)
+		w->gro_spare = pkt_get(w);
+	if (!tcp || !w->gro_spare) {
+		memset(inner - TUN_VNET_HDR_LEN, 0, TUN_VNET_HDR_LEN);
+		tun_write(w, p, inner - TUN_VNET_HDR_LEN, len + TUN_VNET_HDR_LEN);
+		return;
+	}
+	memcpy(w->gro_spare->data + WG_PKT_HEADROOM, inner, len);
+	ret = tun_gro_add(&w->gro, w->gro_spare->data, w->gro_spare->cap, WG_PKT_HEADROOM, len,
+			  w->gro_spare);
+	if (ret == -ENOSPC) {
+		gro_flush(w);
+		ret = tun_gro_add(&w->gro, w->gro_spare->data, w->gro_spare->cap, WG_PKT_HEADROOM,
+				  len, w->gro_spare);
+	}
+	if (ret == TUN_GRO_HELD)
+		w->gro_spare = NULL; /* the table holds its reference now */
+	else if (ret < 0)
+		wg_stat_inc(&w->dev->stats, drop_malformed);
+}
+
 static void udp_received(struct wg_worker *w, struct op *op, uint32_t len)
 {
 	struct wg_pkt *p = op->pkt;
@@ -434,9 +510,55 @@ static void udp_received(struct wg_worker *w, struct op *op, uint32_t len)
 	for (uint32_t off = 0; off < len; off += seg) {
 		uint32_t dlen = len - off < seg ? len - off : seg;
 		uint32_t inner = wg_receive(w->dev, p->data + off, dlen, &p->addr, &w->tx);
+		uint8_t *ip = p->data + off + WG_PKT_HEADROOM;
 
-		if (inner)
-			tun_write(w, p, p->data + off + WG_PKT_HEADROOM, inner);
+		if (!inner)
+			continue;
+		if (w->vnet)
+			deliver_vnet(w, p, ip, inner);
+		else
+			tun_write(w, p, ip, inner);
+	}
+}
+
+/* A TUN read with a virtio-net header: finish the checksum or split the
+ * super-packet into MTU-sized packets, each sent on its own. */
+static void tun_read_vnet(struct wg_worker *w, struct wg_pkt *p, uint32_t res)
+{
+	struct tun_offload_info info;
+	unsigned int n;
+	int got;
+
+	if (tun_offload_parse(wg_pkt_payload(p) - TUN_VNET_HDR_LEN, res, &info)) {
+		wg_stat_inc(&w->dev->stats, drop_malformed);
+		pkt_put(w, p);
+		return;
+	}
+	n = info.n_segs;
+	w->seg_pkts[0] = p;
+	w->segs[0] = (struct tun_offload_seg){ .buf = p->data, .cap = p->cap - WG_PKT_TAILROOM };
+	for (unsigned int i = 1; i < n; i++) {
+		struct wg_pkt *s = pkt_get_for(w, info.max_seg_len);
+
+		if (!s) {
+			wg_stat_add(&w->dev->stats, drop_no_buffer, n);
+			for (unsigned int k = 0; k < i; k++)
+				pkt_put(w, w->seg_pkts[k]);
+			return;
+		}
+		w->seg_pkts[i] = s;
+		w->segs[i] = (struct tun_offload_seg){ .buf = s->data, .cap = s->cap - WG_PKT_TAILROOM };
+	}
+	got = tun_offload_split(&info, w->segs, n, WG_PKT_HEADROOM);
+	if (got < 0) {
+		wg_stat_inc(&w->dev->stats, drop_malformed);
+		for (unsigned int k = 0; k < n; k++)
+			pkt_put(w, w->seg_pkts[k]);
+		return;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		w->seg_pkts[i]->len = w->segs[i].len;
+		wg_send_from_tun(w->dev, w->seg_pkts[i], &w->tx);
 	}
 }
 
@@ -470,6 +592,10 @@ static void complete(struct wg_worker *w, struct op *op, int res)
 	case OP_TUN_READ:
 		w->tun_reads--;
 		if (res > 0 && !atomic_load(&dev->stopping)) {
+			if (w->vnet) {
+				tun_read_vnet(w, p, (uint32_t)res);
+				break;
+			}
 			p->len = (uint32_t)res;
 			wg_send_from_tun(dev, p, &w->tx);
 			break;
@@ -513,8 +639,10 @@ static void refill(struct wg_worker *w)
 {
 	struct wsock *cur[2] = { w->cur4, w->cur6 };
 
+	unsigned int tun_reads = w->vnet ? TUN_READS_TSO : TUN_READS;
+
 	if (!w->dead_tun)
-		while (w->tun_reads < TUN_READS && w->free_big && w->free_ops)
+		while (w->tun_reads < tun_reads && w->free_big && w->free_ops)
 			arm_tun_read(w);
 	for (int i = 0; i < 2; i++)
 		while (cur[i] && cur[i]->recvs < UDP_RECVS && w->free_big && w->free_ops)
@@ -543,6 +671,16 @@ static void drain(struct wg_worker *w)
 	for (unsigned int i = 0; i < w->n_pending; i++)
 		pkt_put(w, w->pending[i]);
 	w->n_pending = 0;
+	if (w->vnet) {
+		struct tun_gro_out out[TUN_GRO_MAX_ITEMS];
+		int n = tun_gro_finish(&w->gro, out, TUN_GRO_MAX_ITEMS);
+
+		for (int i = 0; i < n; i++)
+			pkt_put(w, out[i].cookie);
+	}
+	if (w->gro_spare)
+		pkt_put(w, w->gro_spare);
+	w->gro_spare = NULL;
 	if (sqe) {
 		io_uring_prep_cancel(sqe, NULL, IORING_ASYNC_CANCEL_ANY);
 		io_uring_sqe_set_data(sqe, NULL);
@@ -592,6 +730,8 @@ static void *worker_thread(void *arg)
 		pthread_rwlock_rdlock(&dev->lock);
 		while (reap(w) == REAP_BATCH)
 			;
+		if (w->vnet)
+			gro_flush(w);
 		flush_tx(w);
 		pthread_rwlock_unlock(&dev->lock);
 	}
@@ -630,7 +770,9 @@ int wg_worker_start(struct wg_device *dev, int id, int tun_fd, int cpu, struct w
 		w->socks[i].fd = -1;
 	w->ops = calloc(N_OPS, sizeof(*w->ops));
 	w->batches = calloc(N_BATCHES, sizeof(*w->batches));
-	w->pool_len = big_slot * BIG_POOL;
+	w->vnet = dev->tun_vnet;
+	tun_gro_init(&w->gro, true);
+	w->pool_len = big_slot * BIG_POOL + (size_t)SMALL_SLOT * SMALL_POOL;
 	w->pool_mem = mmap(NULL, w->pool_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	w->wake_fd = eventfd(0, EFD_CLOEXEC);
 	if (!w->ops || !w->batches || w->pool_mem == MAP_FAILED || w->wake_fd < 0) {
@@ -650,8 +792,19 @@ int wg_worker_start(struct wg_device *dev, int id, int tun_fd, int cpu, struct w
 
 		p->cap = WG_PKT_BUF_SIZE;
 		p->pooled = true;
+		p->pool_id = POOL_BIG;
 		p->next = w->free_big;
 		w->free_big = p;
+	}
+	for (int i = SMALL_POOL - 1; i >= 0; i--) {
+		struct wg_pkt *p = (struct wg_pkt *)(w->pool_mem + big_slot * BIG_POOL +
+						     (size_t)SMALL_SLOT * (size_t)i);
+
+		p->cap = SMALL_SLOT - sizeof(struct wg_pkt);
+		p->pooled = true;
+		p->pool_id = POOL_SMALL;
+		p->next = w->free_small;
+		w->free_small = p;
 	}
 	params.flags = IORING_SETUP_COOP_TASKRUN;
 	err = io_uring_queue_init_params(RING_ENTRIES, &w->ring, &params);
