@@ -190,47 +190,58 @@ static int inner_destination(const uint8_t *p, size_t len, const uint8_t **dst)
 	return 0;
 }
 
-void wg_send_from_tun(struct wg_device *dev, struct wg_pkt *pkt, struct wg_tx *tx)
+static void release_all(struct wg_tx *tx, struct wg_pkt **pkts, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		tx->release(tx, pkts[i]);
+}
+
+void wg_send_from_tun(struct wg_device *dev, struct wg_pkt **pkts, unsigned int n, struct wg_tx *tx)
 {
 	const uint8_t *dst;
 	struct wg_keypair *kp;
 	struct wg_peer *peer;
 	uint64_t now, nonce;
-	int family = inner_destination(wg_pkt_payload(pkt), pkt->len, &dst);
+	int family = inner_destination(wg_pkt_payload(pkts[0]), pkts[0]->len, &dst);
 
 	if (!family) {
-		wg_stat_inc(&dev->stats, drop_malformed);
-		tx->release(tx, pkt);
+		wg_stat_add(&dev->stats, drop_malformed, n);
+		release_all(tx, pkts, n);
 		return;
 	}
 	peer = rt_lookup(dev->allowed_ips, family, dst);
 	if (!peer) {
-		wg_stat_inc(&dev->stats, drop_no_route);
-		tx->release(tx, pkt);
+		wg_stat_add(&dev->stats, drop_no_route, n);
+		release_all(tx, pkts, n);
 		return;
 	}
 
-	/* The common case: nothing staged and a live keypair, so seal this
-	 * packet in its own buffer without copying. */
+	/* The common case: nothing staged and a live keypair, so take n nonces
+	 * at once and seal every packet in its own buffer without copying. */
 	now = wg_clock_now();
 	pthread_mutex_lock(&peer->lock);
 	kp = peer->staged.len ? NULL : wg_keypairs_get_sending(&peer->keypairs, now);
 	if (kp && peer->endpoint.sa.sa_family) {
-		nonce = atomic_fetch_add_explicit(&kp->send_counter, 1, memory_order_relaxed);
-		if (nonce < WG_REJECT_AFTER_MESSAGES) {
+		nonce = atomic_fetch_add_explicit(&kp->send_counter, n, memory_order_relaxed);
+		if (nonce + n <= WG_REJECT_AFTER_MESSAGES && nonce + n > nonce) {
 			union wg_sockaddr ep = peer->endpoint;
-			size_t inner = pkt->len;
-			bool rekey = wants_rekey(kp, nonce, now);
+			bool rekey = wants_rekey(kp, nonce + n - 1, now);
+			uint64_t bytes = 0;
 
 			sent_events(peer, true, now);
 			pthread_mutex_unlock(&peer->lock);
-			seal(pkt, kp, nonce, dev->mtu);
-			pkt->addr = ep;
+			for (unsigned int i = 0; i < n; i++) {
+				struct wg_pkt *p = pkts[i];
+
+				wg_stat_add(&dev->stats, tx_bytes, p->len);
+				seal(p, kp, nonce + i, dev->mtu);
+				p->addr = ep;
+				bytes += p->len;
+				tx->emit(tx, p);
+			}
 			wg_keypair_put(kp);
-			atomic_fetch_add_explicit(&peer->tx_bytes, pkt->len, memory_order_relaxed);
-			wg_stat_inc(&dev->stats, tx_packets);
-			wg_stat_add(&dev->stats, tx_bytes, inner);
-			tx->emit(tx, pkt);
+			atomic_fetch_add_explicit(&peer->tx_bytes, bytes, memory_order_relaxed);
+			wg_stat_add(&dev->stats, tx_packets, n);
 			if (rekey)
 				wg_handshake_request(dev, peer);
 			return;
@@ -239,11 +250,12 @@ void wg_send_from_tun(struct wg_device *dev, struct wg_pkt *pkt, struct wg_tx *t
 	if (!peer->endpoint.sa.sa_family) {
 		pthread_mutex_unlock(&peer->lock);
 		wg_keypair_put(kp);
-		wg_stat_inc(&dev->stats, drop_no_endpoint);
-		tx->release(tx, pkt);
+		wg_stat_add(&dev->stats, drop_no_endpoint, n);
+		release_all(tx, pkts, n);
 		return;
 	}
-	stage(dev, peer, pkt, tx);
+	for (unsigned int i = 0; i < n; i++)
+		stage(dev, peer, pkts[i], tx);
 	pthread_mutex_unlock(&peer->lock);
 	wg_keypair_put(kp);
 	wg_send_staged(dev, peer, tx);

@@ -556,10 +556,9 @@ static void tun_read_vnet(struct wg_worker *w, struct wg_pkt *p, uint32_t res)
 			pkt_put(w, w->seg_pkts[k]);
 		return;
 	}
-	for (unsigned int i = 0; i < n; i++) {
+	for (unsigned int i = 0; i < n; i++)
 		w->seg_pkts[i]->len = w->segs[i].len;
-		wg_send_from_tun(w->dev, w->seg_pkts[i], &w->tx);
-	}
+	wg_send_from_tun(w->dev, w->seg_pkts, n, &w->tx);
 }
 
 static void send_done(struct wg_worker *w, struct op *op, int res)
@@ -597,7 +596,7 @@ static void complete(struct wg_worker *w, struct op *op, int res)
 				break;
 			}
 			p->len = (uint32_t)res;
-			wg_send_from_tun(dev, p, &w->tx);
+			wg_send_from_tun(dev, &p, 1, &w->tx);
 			break;
 		}
 		if (res < 0 && res != -EAGAIN && res != -EINTR && res != -ECANCELED)
