@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "crypto/aead.h"
+#include "daemon/caps.h"
+#include "daemon/notify.h"
 #include "tun/netlink.h"
 #include "tun/offload.h"
 #include "tun/tun.h"
@@ -309,9 +311,20 @@ int main(int argc, char **argv)
 		log_error("TUN device vanished");
 		goto out;
 	}
+	/* Everything that needs more privilege is open now. */
+	if ((c = caps_drop_to_runtime()))
+		log_info("cannot drop capabilities: %s", strerror(-c));
 	log_info("Device started");
 	tell_parent(ready_fd, 0);
 	ready_fd = -1;
+	{
+		char state[128];
+
+		snprintf(state, sizeof(state), "READY=1\nSTATUS=%s up, %d worker%s, %s\n", name,
+			 n_workers, n_workers > 1 ? "s" : "", aead_active()->name);
+		if ((c = notify_send(state)))
+			log_error("cannot notify the service manager: %s", strerror(-c));
+	}
 
 	for (;;) {
 		struct pollfd pfd[3] = {
@@ -336,6 +349,7 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
+	notify_send("STOPPING=1\n");
 	ret = 0;
 out:
 	tell_parent(ready_fd, 1);

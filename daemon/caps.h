@@ -1,0 +1,12 @@
+/* Dropping the capabilities weftd no longer needs once it is set up. */
+#ifndef WEFT_DAEMON_CAPS_H
+#define WEFT_DAEMON_CAPS_H
+
+/* Keeps CAP_NET_ADMIN (SO_MARK, socket buffer sizes, link changes) and
+ * CAP_NET_BIND_SERVICE (a listen port below 1024 set later through the
+ * UAPI) in the effective and permitted sets, empties the inheritable set,
+ * drops every other capability from the bounding set, and sets
+ * no_new_privs. 0 or -errno. */
+int caps_drop_to_runtime(void);
+
+#endif
