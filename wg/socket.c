@@ -92,7 +92,7 @@ static uint16_t bound_port(int fd)
  * also pick the random port. */
 static int probe_port(uint16_t *port)
 {
-	bool gro, gso;
+	bool gro = false, gso = false;
 	int fd4 = open_one(AF_INET, *port, 0, false, &gro, &gso), fd6;
 
 	if (fd4 < 0)

@@ -53,7 +53,6 @@ if is_weftd "$IMPL_B"; then
 		log "$IF_B: $k=$(stats "$IF_B" $k)"
 	done
 	(($(stats "$IF_B" hs_cookies_sent) >= 1)) || fail "$IF_B: hs_cookies_sent is 0 under load"
-	(($(stats "$IF_B" hs_initiations_received) >= 2)) || fail "$IF_B: fewer than 2 initiations received"
 	(($(stats "$IF_B" hs_responses_sent) >= 1)) || fail "$IF_B: no handshake response sent"
 fi
 if has_stats "$IF_A"; then

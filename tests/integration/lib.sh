@@ -4,7 +4,7 @@
 # A test script does:
 #     . "$(dirname "$0")/lib.sh"
 #     lib_init "$@"            # root check, hard timeout, trap cleanup EXIT
-#     make_hosts a b           # namespaces + veth, outer IPv4/IPv6 addresses
+#     make_hosts               # namespaces a and b + veth, outer IPv4/IPv6
 #     start_daemon "$IMPL_A" "$NS_A" "$IF_A"
 #
 # Everything a test creates carries a per-run prefix (weft-<test>-<pid>), so two
@@ -69,9 +69,11 @@ pass() {
 	exit 0
 }
 
+# Any failing command (also a tolerated one inside $(...)) is noted; the
+# reason a test fails is the FAIL line.
 on_err() {
 	local rc=$? line=$1 cmd=$2
-	printf '[%s %s] FAIL: line %s: command exited %s: %s\n' \
+	printf '[%s %s] note: line %s: exit %s: %s\n' \
 		"$(date +%T.%3N)" "$TEST_NAME" "$line" "$rc" "$cmd" >&2
 }
 
@@ -100,6 +102,22 @@ need_impl() {
 		bin=$(impl_bin "$impl")
 		[[ -n $bin && -x $bin ]] || skip "implementation $impl not found (binary '${bin:-none}'; build weftd or set WEFTD/WIREGUARD_GO)"
 	done
+}
+
+# need_udp_replay: sets UDP_REPLAY to the tests/tools/udp_replay binary (from
+# CMake, next to weftd's build, in build/, or on PATH) or skips.
+need_udp_replay() {
+	local c
+	for c in "${UDP_REPLAY:-}" \
+		"${WEFTD:+$(dirname "$WEFTD")/../tests/tools/udp_replay}" \
+		"$TEST_DIR/../../build/tests/tools/udp_replay" \
+		"$(command -v udp_replay || true)"; do
+		if [[ -n $c && -x $c ]]; then
+			UDP_REPLAY=$c
+			return 0
+		fi
+	done
+	skip "udp_replay (tests/tools) not built; set UDP_REPLAY=path"
 }
 
 # --- setup and cleanup -------------------------------------------------------
@@ -169,6 +187,14 @@ cleanup() {
 	local rc=$? pid ifn ns
 	set +eE
 	trap - ERR
+	# A daemon gone before the end of the test explains most failures: say so.
+	for ifn in "${!DAEMON_PID[@]}"; do
+		if dead "${DAEMON_PID[$ifn]}"; then
+			log "${DAEMON_IMPL[$ifn]} $ifn (pid ${DAEMON_PID[$ifn]}) had already exited; its log ends:"
+			tail -n 3 "${DAEMON_LOG[$ifn]}" >&2
+			((rc == 0 || rc == 77)) && rc=1
+		fi
+	done
 	for pid in "${BG_PIDS[@]}"; do reap "$pid" 3; done
 	for ifn in "${!DAEMON_PID[@]}"; do
 		reap "${DAEMON_PID[$ifn]}" 5

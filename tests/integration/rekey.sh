@@ -25,8 +25,7 @@
 . "$(dirname "$0")/lib.sh"
 lib_init "$@"
 need_cmd tcpdump
-UDP_REPLAY=${UDP_REPLAY:-$TEST_DIR/../../build/tests/tools/udp_replay}
-[[ -x $UDP_REPLAY ]] || skip "udp_replay tool not built (set UDP_REPLAY=path)"
+need_udp_replay
 if is_weftd "$IMPL_A" && is_weftd "$IMPL_B"; then
 	SPEED1=20 SPEED2=60
 elif [[ -n ${WEFT_TEST_REAL_TIME:-} ]]; then

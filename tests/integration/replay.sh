@@ -24,8 +24,7 @@
 . "$(dirname "$0")/lib.sh"
 lib_init "$@"
 need_cmd tcpdump
-UDP_REPLAY=${UDP_REPLAY:-$TEST_DIR/../../build/tests/tools/udp_replay}
-[[ -x $UDP_REPLAY ]] || skip "udp_replay tool not built (set UDP_REPLAY=path)"
+need_udp_replay
 make_hosts
 
 echoes_at_a() { echo $(($(kcounter "$NS_A" IcmpInEchos) + $(kcounter "$NS_A" Icmp6InEchos))); }

@@ -1,0 +1,62 @@
+/* The fixed world of the handshake fuzz target, shared with gen_corpus so
+ * that the messages the generator writes are valid for the target in every
+ * process: a local device (the side under test) and its one peer, the remote,
+ * with fixed static keys, preshared key, addresses, cookie secrets and
+ * indices, and a pending initiation from local to remote built from a fixed
+ * ephemeral key and timestamp. Nothing here is random. */
+#ifndef WEFT_FUZZ_HS_FIXTURE_H
+#define WEFT_FUZZ_HS_FIXTURE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "wg/cookie.h"
+#include "wg/endpoint.h"
+#include "wg/messages.h"
+#include "wg/noise.h"
+
+enum {
+	HS_IDX_LOCAL_PENDING = 0x1badcafe,  /* local's index in its pending initiation */
+	HS_IDX_LOCAL_RESPONSE = 0x2badcafe, /* local's index in the responses it sends */
+	HS_IDX_REMOTE = 0x3badcafe,         /* remote's index in what it sends */
+	HS_IDX_BUILT = 0x4badcafe,          /* sender index of harness-built initiations */
+};
+
+struct hs_fixture {
+	struct wg_noise_identity local, remote;
+	uint8_t psk[WG_KEY_LEN];
+	union wg_sockaddr local_addr;     /* local as the remote sees it */
+	union wg_sockaddr remote_addr[2]; /* the remote as local sees it: [0] IPv4, [1] IPv6 */
+	struct wg_cookie_checker local_checker, remote_checker;
+
+	/* Local's state after sending `pending` to the remote: its handshake
+	 * (CREATED_INITIATION) and its cookie maker (mac1 of pending sent). */
+	struct wg_msg_initiation pending;
+	struct wg_noise_handshake local_hs;
+	struct wg_cookie_maker local_maker;
+
+	/* The remote's cookie makers for local: without a cookie, and holding
+	 * the cookie local's checker gives remote_addr[i]. */
+	struct wg_cookie_maker remote_maker;
+	struct wg_cookie_maker remote_maker_cookie[2];
+
+	/* The cookie the remote's checker gives local_addr. */
+	uint8_t local_cookie[WG_COOKIE_LEN];
+};
+
+/* Builds the world; aborts if the hand-built pending state does not
+ * complete a handshake with the remote. */
+void hs_fixture_init(struct hs_fixture *f, uint64_t now);
+
+/* Sets both checkers' secrets to their fixed values, born at now, so that a
+ * cookie does not depend on when or in which process it is computed. */
+void hs_fixture_fix_secrets(struct hs_fixture *f, uint64_t now);
+
+/* An initiation from `from` to the peer of `hs`, made as
+ * wg_noise_create_initiation makes it but from a given ephemeral key and
+ * timestamp; hs becomes CREATED_INITIATION. MACs are left zero. */
+bool hs_fixture_initiation(struct wg_msg_initiation *msg, struct wg_noise_handshake *hs,
+			   const struct wg_noise_identity *from, const uint8_t e_priv[WG_KEY_LEN],
+			   const uint8_t timestamp[WG_TIMESTAMP_LEN], uint32_t sender_index);
+
+#endif

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The whole check, as CI runs it: dependencies, both builds, then every test
+# (unit and namespace integration) in each build. Exits non-zero on any
+# failure; the ctest summaries are printed at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh
+scripts/build.sh asan
+
+# Under ASan, leaks are reported when a daemon exits; the integration scripts
+# fail a run whose daemon log has a sanitizer report.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+status=0
+summaries=()
+for dir in "${WEFT_BUILD_DIR:-build}" "${WEFT_ASAN_DIR:-build-asan}"; do
+	echo
+	echo "=== ctest in $dir ==="
+	log="$dir/ctest.log"
+	# Unit tests run two at a time; integration tests are RUN_SERIAL.
+	if (cd "$dir" && ctest --output-on-failure -j2 --timeout 300) </dev/null 2>&1 | tee "$log"; then
+		:
+	else
+		status=1
+	fi
+	summaries+=("$dir: $(grep -E 'tests passed|tests failed' "$log" | tail -n1)")
+done
+
+echo
+echo "=== summary ==="
+for s in "${summaries[@]}"; do echo "$s"; done
+exit "$status"
