@@ -554,13 +554,17 @@ send_file() {
 }
 
 # iperf NS_CLIENT NS_SERVER SERVER_ADDR SECONDS: TCP both directions.
+# With a fifth argument BYTES (e.g. 1G) each direction moves that much
+# instead, within SECS seconds.
 iperf_both() {
-	local cns=$1 sns=$2 addr=$3 secs=$4 spid dir out
+	local cns=$1 sns=$2 addr=$3 secs=$4 bytes=${5:-} spid dir out amount
+	amount=(-t "$secs")
+	[[ -n $bytes ]] && amount=(-n "$bytes")
 	bg ip netns exec "$sns" timeout $((secs * 2 + 30)) iperf3 -s -p 5201 -B "$addr"
 	spid=$BG_LAST
 	wait_listen "$sns" 5201
 	for dir in "" -R; do
-		out=$(ip netns exec "$cns" timeout $((secs + 15)) iperf3 -c "$addr" -p 5201 -t "$secs" $dir 2>&1) ||
+		out=$(ip netns exec "$cns" timeout $((secs + 15)) iperf3 -c "$addr" -p 5201 "${amount[@]}" $dir 2>&1) ||
 			{ printf '%s\n' "$out" >&2; fail "iperf3 ${dir:-forward} to $addr failed"; }
 		log "iperf3 ${dir:-forward} $addr: $(awk '/receiver$/ { for (i = 2; i <= NF; i++) if ($i ~ /bits\/sec/) print $(i-1), $i }' <<<"$out")"
 	done
