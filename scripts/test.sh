@@ -32,6 +32,16 @@ for dir in "${WEFT_BUILD_DIR:-build}" "${WEFT_ASAN_DIR:-build-asan}"; do
 	summaries+=("$dir: $(grep -E 'tests passed|tests failed' "$log" | tail -n1)")
 done
 
+# Every fuzz target replays its checked-in corpus, then fuzzes briefly.
+echo
+echo "=== fuzz: corpus regression and a short smoke run ==="
+if fuzz/run.sh build && fuzz/run.sh regress && fuzz/run.sh smoke "${WEFT_FUZZ_SECONDS:-20}"; then
+	summaries+=("fuzz: corpus regression and ${WEFT_FUZZ_SECONDS:-20} s smoke per target passed")
+else
+	summaries+=("fuzz: FAILED")
+	status=1
+fi
+
 echo
 echo "=== summary ==="
 for s in "${summaries[@]}"; do echo "$s"; done

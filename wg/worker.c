@@ -68,10 +68,8 @@ struct send_batch {
 	struct iovec iov[MAX_SEGS];
 	unsigned int n;
 	union wg_sockaddr dst;
-	union {
-		char buf[CMSG_SPACE(sizeof(uint16_t))];
-		struct cmsghdr align;
-	} cmsg;
+	/* cmsghdr itself ends in a flexible array: align the bytes instead. */
+	_Alignas(struct cmsghdr) char cmsg[CMSG_SPACE(sizeof(uint16_t))];
 	struct send_batch *next;
 };
 
@@ -82,10 +80,7 @@ struct op {
 	struct send_batch *batch;
 	struct msghdr msg;
 	struct iovec iov;
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} cmsg;
+	_Alignas(struct cmsghdr) char cmsg[CMSG_SPACE(sizeof(int))];
 	struct op *next;
 };
 
@@ -264,8 +259,8 @@ static void arm_udp_recv(struct wg_worker *w, struct wsock *s)
 	op->msg.msg_namelen = sizeof(p->addr);
 	op->msg.msg_iov = &op->iov;
 	op->msg.msg_iovlen = 1;
-	op->msg.msg_control = op->cmsg.buf;
-	op->msg.msg_controllen = sizeof(op->cmsg.buf);
+	op->msg.msg_control = op->cmsg;
+	op->msg.msg_controllen = sizeof(op->cmsg);
 	io_uring_prep_recvmsg(sqe, s->fd, &op->msg, 0);
 	io_uring_sqe_set_data(sqe, op);
 	s->recvs++;
@@ -314,10 +309,10 @@ static void send_run(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n, 
 	op->msg.msg_iov = b->iov;
 	op->msg.msg_iovlen = n;
 	if (n > 1) {
-		struct cmsghdr *cm = &b->cmsg.align;
+		struct cmsghdr *cm = (struct cmsghdr *)(void *)b->cmsg;
 
-		op->msg.msg_control = b->cmsg.buf;
-		op->msg.msg_controllen = sizeof(b->cmsg.buf);
+		op->msg.msg_control = b->cmsg;
+		op->msg.msg_controllen = sizeof(b->cmsg);
 		cm->cmsg_level = SOL_UDP;
 		cm->cmsg_type = UDP_SEGMENT;
 		cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
