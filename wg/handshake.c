@@ -327,7 +327,7 @@ static void process_packet(struct wg_device *dev, const struct wg_hs_item *item,
 		consume_response(dev, item, now);
 }
 
-static void process(struct wg_device *dev, const struct wg_hs_item *item, unsigned int queued)
+void wg_handshake_process(struct wg_device *dev, const struct wg_hs_item *item, unsigned int queued)
 {
 	struct wg_peer *peer;
 
@@ -364,7 +364,7 @@ static void *handshake_thread(void *arg)
 		pthread_mutex_unlock(&q->lock);
 
 		pthread_rwlock_rdlock(&dev->lock);
-		process(dev, &item, queued);
+		wg_handshake_process(dev, &item, queued);
 		pthread_rwlock_unlock(&dev->lock);
 	}
 	sodium_memzero(&item, sizeof(item));

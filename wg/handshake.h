@@ -57,6 +57,11 @@ bool wg_handshake_enqueue(struct wg_device *dev, const uint8_t *msg, size_t len,
  * is already queued. */
 void wg_handshake_request(struct wg_device *dev, struct wg_peer *peer);
 
+/* Handles one queued item as the handshake thread does (queued: how many
+ * items were waiting, for the under-load decision). This is the entry point
+ * of the handshake fuzz target. Device lock held shared. */
+void wg_handshake_process(struct wg_device *dev, const struct wg_hs_item *item, unsigned int queued);
+
 /* Sends an initiation now, honouring the one-per-REKEY_TIMEOUT limit.
  * Called with the device lock shared, peer lock not held. */
 void wg_handshake_send_initiation(struct wg_device *dev, struct wg_peer *peer, bool retry);

@@ -582,3 +582,91 @@ wait_handshake() {
 		sleep 0.05
 	done
 }
+
+# --- resilience tests (garbage.sh, hs_flood.sh, uapi_abuse.sh) ----------------
+
+# need_tool NAME: sets the variable NAME in capitals (UDP_GARBAGE, HS_FLOOD)
+# to the tests/tools binary: from that variable, next to weftd's build, in
+# build/, or on PATH; skips when it is nowhere.
+need_tool() {
+	local name=$1 var c
+	var=${name^^}
+	for c in "${!var:-}" \
+		"${WEFTD:+$(dirname "$WEFTD")/../tests/tools/$name}" \
+		"$TEST_DIR/../../build/tests/tools/$name" \
+		"$(command -v "$name" || true)"; do
+		if [[ -n $c && -x $c ]]; then
+			printf -v "$var" '%s' "$c"
+			return 0
+		fi
+	done
+	skip "$name (tests/tools) not built; set $var=path"
+}
+
+# add_third_host: namespace NS_C joined to NS_B by a second veth pair:
+#   OUT4_BC=10.242.0.1/16  OUT6_BC=fd00:242::1/64 (ve-bc, in NS_B)
+#   OUT4_C=10.242.0.2/16   OUT6_C=fd00:242::2/64  (ve-c, in NS_C)
+# The /16 leaves room for more source addresses on ve-c.
+add_third_host() {
+	new_ns c
+	NS_C=$(ns_name c)
+	ip -n "$NS_C" link add ve-c type veth peer name ve-bc netns "$NS_B"
+	OUT4_BC=10.242.0.1 OUT4_C=10.242.0.2
+	OUT6_BC=fd00:242::1 OUT6_C=fd00:242::2
+	ip -n "$NS_B" addr add "$OUT4_BC/16" dev ve-bc
+	ip -n "$NS_B" addr add "$OUT6_BC/64" dev ve-bc nodad
+	ip -n "$NS_C" addr add "$OUT4_C/16" dev ve-c
+	ip -n "$NS_C" addr add "$OUT6_C/64" dev ve-c nodad
+	ip -n "$NS_B" link set ve-bc up
+	ip -n "$NS_C" link set ve-c up
+	wait_for 5 ip netns exec "$NS_C" ping -c1 -W1 "$OUT4_BC" || fail "veth c-b IPv4 does not work"
+	wait_for 5 ip netns exec "$NS_C" ping -c1 -W1 "$OUT6_BC" || fail "veth c-b IPv6 does not work"
+}
+
+# stats_snap IFNAME ARRAY: every weftd counter from one stats=1 request, into
+# the associative array ARRAY (declare -A ARRAY first).
+stats_snap() {
+	local -n _snap=$2
+	local reply k v
+	reply=$(uapi "$1" "stats=1") || fail "stats: no reply from $1"
+	grep -qx 'errno=0' <<<"$reply" || fail "stats: $1 answered: $(tr '\n' ' ' <<<"$reply")"
+	_snap=()
+	while IFS='=' read -r k v; do
+		if [[ -n $k && $k != errno ]]; then _snap[$k]=$v; fi
+	done <<<"$reply"
+}
+
+# snap_delta OLD NEW KEY...: sum over KEYs of NEW[KEY] - OLD[KEY].
+snap_delta() {
+	local -n _old=$1 _new=$2
+	local k sum=0
+	shift 2
+	for k in "$@"; do
+		[[ -n ${_new[$k]:-} ]] || fail "snap_delta: no counter '$k'"
+		sum=$((sum + _new[$k] - _old[$k]))
+	done
+	echo "$sum"
+}
+
+# pss_kb PID: proportional set size in KiB (/proc/PID/smaps_rollup).
+pss_kb() {
+	awk '/^Pss:/ { print $2; exit }' "/proc/$1/smaps_rollup"
+}
+
+# is_sanitized BIN: built with AddressSanitizer (slower; tests scale down).
+is_sanitized() {
+	grep -qa __asan_init "$1"
+}
+
+# udp_drained NS PORT: every UDP socket bound to PORT in NS has an empty
+# receive queue (the daemon read everything the kernel queued for it).
+udp_drained() {
+	local q
+	q=$(ip netns exec "$1" ss -uanH "sport = :$2" | awk '{ s += $2 } END { print s + 0 }')
+	((q == 0))
+}
+
+# responsive NS IFNAME: the daemon answers `wg show` within 2 s.
+responsive() {
+	ip netns exec "$1" timeout 2 wg show "$2" >/dev/null 2>&1
+}
