@@ -26,6 +26,7 @@
 #include "tun/offload.h"
 #include "wg/device.h"
 #include "wg/log.h"
+#include "wg/pktpool.h"
 #include "wg/receive.h"
 #include "wg/send.h"
 
@@ -38,8 +39,9 @@
 
 enum {
 	BIG_POOL = 160,
-	SMALL_POOL = 2048,     /* single packets: TSO segments */
-	SMALL_SLOT = 2048,
+	SMALL_POOL = 1536,     /* single packets: TSO segments */
+	SMALL_CAP = 2048,      /* inner packets up to about 2000 bytes */
+	IDLE_TRIM_MS = 1000,   /* idle this long: give buffer pages back */
 	TUN_READS = 32,        /* 8 with TSO: each read may be 45 packets */
 	TUN_READS_TSO = 8,
 	UDP_RECVS = 16,        /* per socket */
@@ -75,6 +77,7 @@ struct send_batch {
 
 struct op {
 	enum op_type type;
+	bool in_use;
 	struct wsock *sock;
 	struct wg_pkt *pkt;
 	struct send_batch *batch;
@@ -100,10 +103,9 @@ struct wg_worker {
 	unsigned int ops_in_use;
 	struct send_batch *batches;
 	struct send_batch *free_batches;
-	uint8_t *pool_mem;
-	size_t pool_len;
-	struct wg_pkt *free_big;
-	struct wg_pkt *free_small;
+	struct wg_pktpool big;      /* 64 KiB reads and coalesced writes */
+	struct wg_pktpool small;    /* single packets */
+	bool trimmed;               /* pools trimmed since the last traffic */
 	struct wg_pkt *gro_spare;   /* a big buffer for the next TCP packet */
 	struct tun_gro gro;         /* this batch's coalescing table */
 	struct tun_offload_seg segs[TUN_OFFLOAD_MAX_SEGS];
@@ -118,8 +120,6 @@ struct wg_worker {
 	bool dead_tun;
 };
 
-static const size_t big_slot = (sizeof(struct wg_pkt) + WG_PKT_BUF_SIZE + 63) & ~(size_t)63;
-
 enum { POOL_BIG = 1, POOL_SMALL = 2 };
 
 static struct wg_worker *tx_worker(struct wg_tx *tx)
@@ -127,48 +127,27 @@ static struct wg_worker *tx_worker(struct wg_tx *tx)
 	return (struct wg_worker *)tx;
 }
 
-static struct wg_pkt *pkt_take(struct wg_pkt **list)
-{
-	struct wg_pkt *p = *list;
-
-	if (p) {
-		*list = p->next;
-		p->next = NULL;
-		p->off = WG_PKT_HEADROOM;
-		p->len = 0;
-		p->refs = 1;
-	}
-	return p;
-}
-
 static struct wg_pkt *pkt_get(struct wg_worker *w)
 {
-	return pkt_take(&w->free_big);
+	return wg_pktpool_get(&w->big);
 }
 
 /* A buffer for one packet of inner length len: small when it fits. */
 static struct wg_pkt *pkt_get_for(struct wg_worker *w, uint32_t len)
 {
-	if (WG_PKT_HEADROOM + len + WG_PKT_TAILROOM <= SMALL_SLOT - sizeof(struct wg_pkt))
-		return pkt_take(&w->free_small);
-	return pkt_take(&w->free_big);
+	if (WG_PKT_HEADROOM + len + WG_PKT_TAILROOM <= SMALL_CAP)
+		return wg_pktpool_get(&w->small);
+	return wg_pktpool_get(&w->big);
 }
 
 static void pkt_put(struct wg_worker *w, struct wg_pkt *p)
 {
 	if (--p->refs)
 		return;
-	if (!p->pooled) {
+	if (!p->pooled)
 		free(p);
-		return;
-	}
-	if (p->pool_id == POOL_SMALL) {
-		p->next = w->free_small;
-		w->free_small = p;
-	} else {
-		p->next = w->free_big;
-		w->free_big = p;
-	}
+	else
+		wg_pktpool_put(p->pool_id == POOL_SMALL ? &w->small : &w->big, p);
 }
 
 static struct op *op_get(struct wg_worker *w, enum op_type type)
@@ -181,11 +160,13 @@ static struct op *op_get(struct wg_worker *w, enum op_type type)
 	w->ops_in_use++;
 	memset(op, 0, sizeof(*op));
 	op->type = type;
+	op->in_use = true;
 	return op;
 }
 
 static void op_put(struct wg_worker *w, struct op *op)
 {
+	op->in_use = false;
 	op->next = w->free_ops;
 	w->free_ops = op;
 	w->ops_in_use--;
@@ -636,10 +617,11 @@ static void refill(struct wg_worker *w)
 	unsigned int tun_reads = w->vnet ? TUN_READS_TSO : TUN_READS;
 
 	if (!w->dead_tun)
-		while (w->tun_reads < tun_reads && w->free_big && w->free_ops)
+		while (w->tun_reads < tun_reads && wg_pktpool_available(&w->big) && w->free_ops)
 			arm_tun_read(w);
 	for (int i = 0; i < 2; i++)
-		while (cur[i] && cur[i]->recvs < UDP_RECVS && w->free_big && w->free_ops)
+		while (cur[i] && cur[i]->recvs < UDP_RECVS && wg_pktpool_available(&w->big) &&
+		       w->free_ops)
 			arm_udp_recv(w, cur[i]);
 }
 
@@ -697,6 +679,26 @@ static void drain(struct wg_worker *w)
 	}
 }
 
+/* Quiet for a while: memory goes back to what idle needs. Free buffers go
+ * whole; a buffer under an armed read keeps its first page (its header)
+ * and loses the rest, which the kernel refills with zero pages if data
+ * ever lands there. */
+static void trim(struct wg_worker *w)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	wg_pktpool_trim(&w->big);
+	wg_pktpool_trim(&w->small);
+	for (unsigned int i = 0; i < N_OPS; i++) {
+		struct op *op = &w->ops[i];
+
+		if (op->in_use && (op->type == OP_TUN_READ || op->type == OP_UDP_RECV) &&
+		    op->pkt->pool_id == POOL_BIG)
+			madvise((uint8_t *)op->pkt + page, w->big.slot - page, MADV_DONTNEED);
+	}
+	w->trimmed = true;
+}
+
 static void *worker_thread(void *arg)
 {
 	struct wg_worker *w = arg;
@@ -715,12 +717,22 @@ static void *worker_thread(void *arg)
 	pthread_rwlock_unlock(&dev->lock);
 	arm_wake(w);
 	while (!atomic_load(&dev->stopping)) {
+		struct __kernel_timespec idle = { .tv_sec = IDLE_TRIM_MS / 1000,
+						  .tv_nsec = (IDLE_TRIM_MS % 1000) * 1000000L };
+		struct io_uring_cqe *cqe;
+		int ret;
+
 		refill(w);
-		int ret = io_uring_submit_and_wait(&w->ring, 1);
+		ret = io_uring_submit_and_wait_timeout(&w->ring, &cqe, 1, w->trimmed ? NULL : &idle, NULL);
+		if (ret == -ETIME) {
+			trim(w);
+			continue;
+		}
 		if (ret < 0 && ret != -EINTR && ret != -EBUSY && ret != -EAGAIN) {
 			log_error("io_uring_submit_and_wait: %s", strerror(-ret));
 			break;
 		}
+		w->trimmed = false;
 		pthread_rwlock_rdlock(&dev->lock);
 		while (reap(w) == REAP_BATCH)
 			;
@@ -737,8 +749,8 @@ static void worker_free(struct wg_worker *w)
 {
 	if (w->wake_fd >= 0)
 		close(w->wake_fd);
-	if (w->pool_mem && w->pool_mem != MAP_FAILED)
-		munmap(w->pool_mem, w->pool_len);
+	wg_pktpool_destroy(&w->big);
+	wg_pktpool_destroy(&w->small);
 	free(w->ops);
 	free(w->batches);
 	free(w);
@@ -766,10 +778,10 @@ int wg_worker_start(struct wg_device *dev, int id, int tun_fd, int cpu, struct w
 	w->batches = calloc(N_BATCHES, sizeof(*w->batches));
 	w->vnet = dev->tun_vnet;
 	tun_gro_init(&w->gro, true);
-	w->pool_len = big_slot * BIG_POOL + (size_t)SMALL_SLOT * SMALL_POOL;
-	w->pool_mem = mmap(NULL, w->pool_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	w->wake_fd = eventfd(0, EFD_CLOEXEC);
-	if (!w->ops || !w->batches || w->pool_mem == MAP_FAILED || w->wake_fd < 0) {
+	if (!w->ops || !w->batches || w->wake_fd < 0 ||
+	    wg_pktpool_init(&w->big, POOL_BIG, BIG_POOL, WG_PKT_BUF_SIZE) ||
+	    wg_pktpool_init(&w->small, POOL_SMALL, SMALL_POOL, SMALL_CAP)) {
 		worker_free(w);
 		return -ENOMEM;
 	}
@@ -780,25 +792,6 @@ int wg_worker_start(struct wg_device *dev, int id, int tun_fd, int cpu, struct w
 	for (int i = N_BATCHES - 1; i >= 0; i--) {
 		w->batches[i].next = w->free_batches;
 		w->free_batches = &w->batches[i];
-	}
-	for (int i = BIG_POOL - 1; i >= 0; i--) {
-		struct wg_pkt *p = (struct wg_pkt *)(w->pool_mem + big_slot * (size_t)i);
-
-		p->cap = WG_PKT_BUF_SIZE;
-		p->pooled = true;
-		p->pool_id = POOL_BIG;
-		p->next = w->free_big;
-		w->free_big = p;
-	}
-	for (int i = SMALL_POOL - 1; i >= 0; i--) {
-		struct wg_pkt *p = (struct wg_pkt *)(w->pool_mem + big_slot * BIG_POOL +
-						     (size_t)SMALL_SLOT * (size_t)i);
-
-		p->cap = SMALL_SLOT - sizeof(struct wg_pkt);
-		p->pooled = true;
-		p->pool_id = POOL_SMALL;
-		p->next = w->free_small;
-		w->free_small = p;
 	}
 	params.flags = IORING_SETUP_COOP_TASKRUN;
 	err = io_uring_queue_init_params(RING_ENTRIES, &w->ring, &params);

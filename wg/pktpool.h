@@ -1,0 +1,38 @@
+/* A worker's pool of packet buffers: fixed-size slots in one anonymous
+ * mapping, handed out from a stack. Slots are carved on first use and
+ * returned to the kernel (MADV_DONTNEED) when the worker idles, so memory
+ * follows the traffic: only touched pages count. One thread owns a pool. */
+#ifndef WEFT_WG_PKTPOOL_H
+#define WEFT_WG_PKTPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wg/packet.h"
+
+struct wg_pktpool {
+	uint8_t *base;
+	size_t slot;             /* bytes per slot, a multiple of the page size */
+	unsigned int count;      /* slots in the mapping */
+	unsigned int carved;     /* slots handed out at least once */
+	struct wg_pkt **free;    /* stack of returned slots */
+	unsigned int n_free;
+	unsigned int trimmed;    /* free[0, trimmed) hold no pages */
+	uint8_t id;              /* stored in each packet's pool_id */
+};
+
+/* Slots large enough for cap bytes of packet data; 0 or -ENOMEM. */
+int wg_pktpool_init(struct wg_pktpool *pool, uint8_t id, unsigned int count, size_t cap);
+void wg_pktpool_destroy(struct wg_pktpool *pool);
+/* A buffer with refs 1 and the payload at WG_PKT_HEADROOM; NULL when empty. */
+struct wg_pkt *wg_pktpool_get(struct wg_pktpool *pool);
+void wg_pktpool_put(struct wg_pktpool *pool, struct wg_pkt *p);
+/* Whether a get would succeed. */
+static inline int wg_pktpool_available(const struct wg_pktpool *pool)
+{
+	return pool->n_free || pool->carved < pool->count;
+}
+/* Gives the pages of every free slot back to the kernel. */
+void wg_pktpool_trim(struct wg_pktpool *pool);
+
+#endif
