@@ -115,7 +115,7 @@ stop_pid() {
 		kill -TERM "$pid" 2>/dev/null
 		for ((i = 0; i < secs * 20; i++)); do alive "$pid" || break; sleep 0.05; done
 		if alive "$pid"; then
-			STOP_HOW=kill
+			STOP_HOW="kill"
 			kill -KILL "$pid" 2>/dev/null
 		fi
 	fi
@@ -821,6 +821,7 @@ set title "ping RTT (ms, log scale); goal: load p99 <= 2 ms"
 set logscale y
 set yrange [*:*]
 set offsets 0, 0, 0, 0
+set key top left
 set arrow from graph 0, first 2 to graph 1, first 2 nohead dt 2 lw 1.5 lc rgb "red"
 plot for [i=2:$((N + 1))] "$OUT/plot-lat.dat" using i:xtic(1) title columnheader(i), \
      for [i=2:$((N + 1))] "$OUT/plot-lat.dat" using (\$0 + off(i)):i:(sprintf("%.3g", column(i))) with labels offset 0,0.7 font ",8" notitle
