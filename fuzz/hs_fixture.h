@@ -1,9 +1,11 @@
 /* The fixed world of the handshake fuzz target, shared with gen_corpus so
  * that the messages the generator writes are valid for the target in every
- * process: a local device (the side under test) and its one peer, the remote,
- * with fixed static keys, preshared key, addresses, cookie secrets and
+ * process: local (the identity of the device under test) and its one peer,
+ * the remote, with fixed static keys, preshared key, cookie secrets and
  * indices, and a pending initiation from local to remote built from a fixed
- * ephemeral key and timestamp. Nothing here is random. */
+ * ephemeral key and timestamp. Nothing here is random. The target installs
+ * these keys and this state in a real device; the structures here are its
+ * model of what the device holds. */
 #ifndef WEFT_FUZZ_HS_FIXTURE_H
 #define WEFT_FUZZ_HS_FIXTURE_H
 
@@ -26,7 +28,7 @@ struct hs_fixture {
 	struct wg_noise_identity local, remote;
 	uint8_t psk[WG_KEY_LEN];
 	union wg_sockaddr local_addr;     /* local as the remote sees it */
-	union wg_sockaddr remote_addr[2]; /* the remote as local sees it: [0] IPv4, [1] IPv6 */
+	/* local_checker has the secret the target gives the device's checker. */
 	struct wg_cookie_checker local_checker, remote_checker;
 
 	/* Local's state after sending `pending` to the remote: its handshake
@@ -35,10 +37,8 @@ struct hs_fixture {
 	struct wg_noise_handshake local_hs;
 	struct wg_cookie_maker local_maker;
 
-	/* The remote's cookie makers for local: without a cookie, and holding
-	 * the cookie local's checker gives remote_addr[i]. */
+	/* The remote's cookie maker for local, holding no cookie. */
 	struct wg_cookie_maker remote_maker;
-	struct wg_cookie_maker remote_maker_cookie[2];
 
 	/* The cookie the remote's checker gives local_addr. */
 	uint8_t local_cookie[WG_COOKIE_LEN];
@@ -51,6 +51,11 @@ void hs_fixture_init(struct hs_fixture *f, uint64_t now);
 /* Sets both checkers' secrets to their fixed values, born at now, so that a
  * cookie does not depend on when or in which process it is computed. */
 void hs_fixture_fix_secrets(struct hs_fixture *f, uint64_t now);
+
+/* The remote's maker after one cookie round trip with local's checker from
+ * addr: it holds the cookie local gives that address (and port). */
+void hs_fixture_take_cookie(struct hs_fixture *f, struct wg_cookie_maker *m,
+			    const union wg_sockaddr *addr, uint64_t now);
 
 /* An initiation from `from` to the peer of `hs`, made as
  * wg_noise_create_initiation makes it but from a given ephemeral key and

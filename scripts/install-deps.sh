@@ -12,6 +12,8 @@ PACKAGES=(
 	# integration tests and demo
 	wireguard-tools wireguard-go iperf3 iproute2 iputils-ping tcpdump socat
 	ethtool procps coreutils
+	# bench
+	gnuplot-nox jq
 )
 
 missing=()
