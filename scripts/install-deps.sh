@@ -11,7 +11,7 @@ PACKAGES=(
 	libbpf-dev libssl-dev
 	# integration tests and demo
 	wireguard-tools wireguard-go iperf3 iproute2 iputils-ping tcpdump socat
-	ethtool procps coreutils
+	ethtool procps coreutils nftables python3
 	# bench
 	gnuplot-nox jq
 )

@@ -1072,6 +1072,12 @@ static void *accept_main(void *arg)
 		if (slot >= 0 && (pfd[2].revents & POLLIN)) {
 			fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 			if (fd >= 0) {
+				/* A client that goes quiet mid-conversation gives its
+				 * slot back, so idle connections cannot lock `wg` out. */
+				struct timeval idle = { .tv_sec = WG_UAPI_IDLE_TIMEOUT_SEC };
+
+				setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &idle, sizeof(idle));
+				setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &idle, sizeof(idle));
 				start_client(s, slot, fd);
 			} else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
 				/* Out of descriptors: back off instead of spinning. */

@@ -15,7 +15,9 @@
 enum {
 	WG_UAPI_MAX_LINE = 4096,               /* bytes per request line, '\n' included */
 	WG_UAPI_MAX_REQUEST = 16 * 1024 * 1024, /* bytes per set request */
-	WG_UAPI_MAX_CLIENTS = 64,              /* connections served at once; more wait */
+	WG_UAPI_MAX_CLIENTS = 64,
+	/* A connection idle this long mid-request (or between requests) is closed. */
+	WG_UAPI_IDLE_TIMEOUT_SEC = 10,              /* connections served at once; more wait */
 };
 
 struct wg_uapi_ops {

@@ -481,6 +481,10 @@ static void udp_received(struct wg_worker *w, struct op *op, uint32_t len)
 	struct wg_pkt *p = op->pkt;
 	uint32_t seg = gro_size(&op->msg);
 
+	if (!len) {
+		wg_stat_inc(&w->dev->stats, drop_malformed); /* an empty datagram */
+		return;
+	}
 	if (!seg || seg > len)
 		seg = len;
 	for (uint32_t off = 0; off < len; off += seg) {
