@@ -267,6 +267,15 @@ int main(int argc, char **argv)
 		setup_offloads(tun_fds[0]);
 	else
 		log_info("TUN offloads off (WEFT_TUN_OFFLOAD=0)");
+	{
+		/* With TSO each queued packet may be 64 KiB: a short queue in
+		 * front of the TUN keeps latency under load low (bufferbloat). */
+		const char *q = getenv("WEFT_TUN_TXQUEUELEN");
+		long txq = q ? strtol(q, NULL, 10) : (vnet ? 16 : 500);
+
+		if (txq > 0 && tun_link_set_txqlen(name, (unsigned int)txq) < 0)
+			log_error("cannot set txqueuelen %ld on %s", txq, name);
+	}
 	if (tun_link_set_mtu(name, WG_DEFAULT_MTU) < 0)
 		log_error("cannot set MTU %d on %s", WG_DEFAULT_MTU, name);
 

@@ -125,6 +125,20 @@ int tun_link_set_mtu(const char *ifname, unsigned int mtu)
 	return err;
 }
 
+int tun_link_set_txqlen(const char *ifname, unsigned int txqlen)
+{
+	struct rtnl_link *change;
+	int err;
+
+	change = rtnl_link_alloc();
+	if (!change)
+		return -ENOMEM;
+	rtnl_link_set_txqlen(change, txqlen);
+	err = change_link(ifname, change);
+	rtnl_link_put(change);
+	return err;
+}
+
 int tun_link_set_up(const char *ifname, bool up)
 {
 	struct rtnl_link *change;

@@ -8,6 +8,8 @@
 /* 0 or -errno. */
 int tun_link_set_mtu(const char *ifname, unsigned int mtu);
 int tun_link_set_up(const char *ifname, bool up);
+/* The length of the qdisc queue in front of the device, in packets. */
+int tun_link_set_txqlen(const char *ifname, unsigned int txqlen);
 /* The ifindex, or -errno. */
 int tun_link_index(const char *ifname);
 int tun_link_get_mtu(const char *ifname); /* MTU or -errno */

@@ -32,6 +32,11 @@ static inline int wg_pktpool_available(const struct wg_pktpool *pool)
 {
 	return pool->n_free || pool->carved < pool->count;
 }
+/* How many gets would succeed. */
+static inline unsigned int wg_pktpool_room(const struct wg_pktpool *pool)
+{
+	return pool->n_free + (pool->count - pool->carved);
+}
 /* Gives the pages of every free slot back to the kernel. */
 void wg_pktpool_trim(struct wg_pktpool *pool);
 

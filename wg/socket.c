@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -17,7 +18,17 @@
 #define UDP_GRO 104
 #endif
 
-enum { SOCKET_BUFFER_BYTES = 4 << 20 };
+/* Socket buffers: big enough for bursts between batches, small enough not
+ * to hold milliseconds of traffic (WEFT_SOCKET_BUFFER overrides, bytes). */
+enum { SOCKET_BUFFER_BYTES = 1 << 20 };
+
+static int socket_buffer_bytes(void)
+{
+	const char *env = getenv("WEFT_SOCKET_BUFFER");
+	long v = env ? strtol(env, NULL, 10) : SOCKET_BUFFER_BYTES;
+
+	return v >= 65536 && v <= (64 << 20) ? (int)v : SOCKET_BUFFER_BYTES;
+}
 
 void wg_socket_init(struct wg_socket_set *s)
 {
@@ -31,7 +42,7 @@ void wg_socket_init(struct wg_socket_set *s)
 static int open_one(int family, uint16_t port, uint32_t fwmark, bool reuse, bool *gro, bool *gso)
 {
 	union wg_sockaddr a;
-	int one = 1, size = SOCKET_BUFFER_BYTES, seg = 1280;
+	int one = 1, size = socket_buffer_bytes(), seg = 1280;
 	int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP);
 
 	if (fd < 0)

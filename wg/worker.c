@@ -42,8 +42,8 @@ enum {
 	SMALL_POOL = 1536,     /* single packets: TSO segments */
 	SMALL_CAP = 2048,      /* inner packets up to about 2000 bytes */
 	IDLE_TRIM_MS = 1000,   /* idle this long: give buffer pages back */
-	TUN_READS = 32,        /* 8 with TSO: each read may be 45 packets */
-	TUN_READS_TSO = 8,
+	TUN_READS = 32,
+	SEGS_PER_READ = 48,    /* with TSO a read may become this many packets */
 	UDP_RECVS = 16,        /* per socket */
 	N_OPS = 640,
 	N_BATCHES = 256,
@@ -618,8 +618,15 @@ static void refill(struct wg_worker *w)
 {
 	struct wsock *cur[2] = { w->cur4, w->cur6 };
 
-	unsigned int tun_reads = w->vnet ? TUN_READS_TSO : TUN_READS;
+	/* With TSO, arm only as many reads as the small pool can split. */
+	unsigned int tun_reads = TUN_READS;
 
+	if (w->vnet) {
+		unsigned int room = wg_pktpool_room(&w->small) / SEGS_PER_READ;
+
+		if (room < tun_reads)
+			tun_reads = room ? room : 1;
+	}
 	if (!w->dead_tun)
 		while (w->tun_reads < tun_reads && wg_pktpool_available(&w->big) && w->free_ops)
 			arm_tun_read(w);
