@@ -119,6 +119,12 @@ enum outcome {
 	OUT_COUNT
 };
 
+static const char *const stat_names[S_COUNT] = {
+#define STAT_NAME(name) #name,
+	WG_STATS(STAT_NAME)
+#undef STAT_NAME
+};
+
 static const char *const outcome_names[OUT_COUNT] = {
 	"none", "invalid_mac", "cookie_sent", "ratelimited", "init_fail", "init_ok",
 	"resp_fail", "resp_ok", "cookie_fail", "cookie_ok", "initiation_sent",
@@ -271,6 +277,24 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 /* ---- state --------------------------------------------------------------- */
 
+/* Frees what an input allocated in the device (keypairs, staged packets,
+ * rate-limiter entries). Done at the end of every input as well as in
+ * restore(), so that an input frees what it allocates: libFuzzer runs an
+ * input that does not a second time to look for leaks. */
+static void release(void)
+{
+	pthread_rwlock_wrlock(&g.dev->lock);
+	if (g.dev->ratelimiter.n_entries) {
+		wg_ratelimiter_destroy(&g.dev->ratelimiter);
+		CHECK(wg_ratelimiter_init(&g.dev->ratelimiter) == 0);
+	}
+	pthread_mutex_lock(&g.peer->lock);
+	wg_keypairs_clear(&g.peer->keypairs);
+	wg_peer_purge_staged(g.peer);
+	pthread_mutex_unlock(&g.peer->lock);
+	pthread_rwlock_unlock(&g.dev->lock);
+}
+
 /* Puts back what an input may have changed, as it was after configuration,
  * plus the state the flags ask for. Taken with the device lock exclusive
  * (like a configuration change) since it reaches into the device. Reset:
@@ -289,6 +313,7 @@ static void restore(struct run *r)
 	struct wg_peer *p = g.peer;
 	uint64_t now = wg_clock_now();
 
+	release();
 	pthread_rwlock_wrlock(&dev->lock);
 	hs_fixture_fix_secrets(&fx, now);
 	pthread_mutex_lock(&dev->cookie_checker.lock);
@@ -296,14 +321,8 @@ static void restore(struct run *r)
 	dev->cookie_checker.secret_birthdate = now;
 	pthread_mutex_unlock(&dev->cookie_checker.lock);
 	dev->hsq.last_under_load = 0;
-	if (dev->ratelimiter.n_entries) {
-		wg_ratelimiter_destroy(&dev->ratelimiter);
-		CHECK(wg_ratelimiter_init(&dev->ratelimiter) == 0);
-	}
 
 	pthread_mutex_lock(&p->lock);
-	wg_keypairs_clear(&p->keypairs);
-	wg_peer_purge_staged(p);
 	p->handshake = fx.local_hs;
 	if (r->flags & F_PENDING) {
 		if (!p->hs_entry.hashed)
@@ -414,7 +433,7 @@ static enum outcome observed(const uint64_t before[S_COUNT], const uint64_t afte
 	}
 	for (int i = 0; i < S_COUNT; i++)
 		if (d[i])
-			fprintf(stderr, "fuzz_handshake: counter %d moved by %llu\n", i,
+			fprintf(stderr, "fuzz_handshake: %s moved by %llu\n", stat_names[i],
 				(unsigned long long)d[i]);
 	CHECK(!"the counters match no outcome");
 	return OUT_COUNT;
@@ -1003,6 +1022,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pthread_mutex_lock(&g.dev->hsq.lock);
 	CHECK(g.dev->hsq.count == 0);
 	pthread_mutex_unlock(&g.dev->hsq.lock);
+	release();
 	sodium_memzero(&r, sizeof(r));
 	return 0;
 }

@@ -18,7 +18,10 @@ BUILD=${WEFT_FUZZ_BUILD:-$ROOT/build-fuzz}
 BIN=$BUILD/fuzz
 CORPUS=$ROOT/fuzz/corpus
 ARTIFACTS=$BUILD/fuzz-artifacts
-TARGETS=(fuzz_uapi fuzz_handshake fuzz_receive)
+# The targets are listed by fuzz/CMakeLists.txt, which writes them to
+# $BIN/targets.txt when the build is configured (fuzz_ndp joins once the
+# ndp library is part of the build).
+TARGETS=()
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -26,6 +29,12 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 die() { echo "run.sh: $*" >&2; exit 2; }
 
 usage() { sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
+
+load_targets() {
+	[[ -f $BIN/targets.txt ]] || die "$BIN/targets.txt missing: run 'fuzz/run.sh build' first"
+	mapfile -t TARGETS < <(grep -v '^$' "$BIN/targets.txt")
+	((${#TARGETS[@]} > 0)) || die "no targets in $BIN/targets.txt"
+}
 
 is_target() {
 	local t
@@ -35,6 +44,7 @@ is_target() {
 
 need_built() {
 	local t
+	load_targets
 	for t in "${TARGETS[@]}"; do
 		[[ -x $BIN/$t ]] || die "$BIN/$t missing: run 'fuzz/run.sh build' first"
 	done
@@ -54,6 +64,7 @@ common_opts() {
 cmd_build() {
 	command -v clang >/dev/null || die "clang not found (apt-get install clang libclang-rt-14-dev llvm)"
 	CC=clang cmake -S "$ROOT" -B "$BUILD" -DWEFT_FUZZ=ON
+	load_targets
 	make -C "$BUILD" -j"$(nproc)" "${TARGETS[@]}" gen_corpus
 }
 
@@ -110,6 +121,7 @@ cmd_smoke() {
 
 cmd_long() {
 	local t=${1:-} hours=${2:-}
+	load_targets
 	is_target "$t" || die "TARGET is one of: ${TARGETS[*]}"
 	[[ $hours =~ ^[0-9]+([.][0-9]+)?$ ]] || die "HOURS must be a number"
 	need_built
@@ -120,6 +132,7 @@ cmd_long() {
 
 cmd_merge() {
 	local t=${1:-}
+	load_targets
 	is_target "$t" || die "TARGET is one of: ${TARGETS[*]}"
 	shift
 	(($# > 0)) || die "merge needs at least one folder of inputs"
