@@ -100,9 +100,11 @@ struct wg_worker {
 	uint64_t wake_val;
 	struct op *ops;
 	struct op *free_ops;
+	unsigned int ops_carved;    /* ops[] and batches[] are used in order */
 	unsigned int ops_in_use;
 	struct send_batch *batches;
 	struct send_batch *free_batches;
+	unsigned int batches_carved;
 	struct wg_pktpool big;      /* 64 KiB reads and coalesced writes */
 	struct wg_pktpool small;    /* single packets */
 	bool trimmed;               /* pools trimmed since the last traffic */
@@ -150,18 +152,28 @@ static void pkt_put(struct wg_worker *w, struct wg_pkt *p)
 		wg_pktpool_put(p->pool_id == POOL_SMALL ? &w->small : &w->big, p);
 }
 
+/* Ops and batches are taken from their arrays in order the first time, so
+ * only as many pages are touched as traffic ever needed. */
 static struct op *op_get(struct wg_worker *w, enum op_type type)
 {
 	struct op *op = w->free_ops;
 
-	if (!op)
+	if (op)
+		w->free_ops = op->next;
+	else if (w->ops_carved < N_OPS)
+		op = &w->ops[w->ops_carved++];
+	else
 		return NULL;
-	w->free_ops = op->next;
 	w->ops_in_use++;
 	memset(op, 0, sizeof(*op));
 	op->type = type;
 	op->in_use = true;
 	return op;
+}
+
+static bool ops_available(const struct wg_worker *w)
+{
+	return w->free_ops || w->ops_carved < N_OPS;
 }
 
 static void op_put(struct wg_worker *w, struct op *op)
@@ -271,11 +283,18 @@ static void send_run(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n, 
 	struct io_uring_sqe *sqe;
 	struct op *op;
 
+	if (!b && w->batches_carved < N_BATCHES)
+		b = &w->batches[w->batches_carved++];
+	else if (b)
+		w->free_batches = b->next;
 	if (!s || !b || !(op = prepare(w, OP_UDP_SEND, &sqe))) {
+		if (b) {
+			b->next = w->free_batches;
+			w->free_batches = b;
+		}
 		drop_tx(w, pkts, n);
 		return;
 	}
-	w->free_batches = b->next;
 	b->n = n;
 	b->dst = pkts[0]->addr;
 	for (unsigned int i = 0; i < n; i++) {
@@ -628,11 +647,11 @@ static void refill(struct wg_worker *w)
 			tun_reads = room ? room : 1;
 	}
 	if (!w->dead_tun)
-		while (w->tun_reads < tun_reads && wg_pktpool_available(&w->big) && w->free_ops)
+		while (w->tun_reads < tun_reads && wg_pktpool_available(&w->big) && ops_available(w))
 			arm_tun_read(w);
 	for (int i = 0; i < 2; i++)
 		while (cur[i] && cur[i]->recvs < UDP_RECVS && wg_pktpool_available(&w->big) &&
-		       w->free_ops)
+		       ops_available(w))
 			arm_udp_recv(w, cur[i]);
 }
 
@@ -700,7 +719,7 @@ static void trim(struct wg_worker *w)
 
 	wg_pktpool_trim(&w->big);
 	wg_pktpool_trim(&w->small);
-	for (unsigned int i = 0; i < N_OPS; i++) {
+	for (unsigned int i = 0; i < w->ops_carved; i++) {
 		struct op *op = &w->ops[i];
 
 		if (op->in_use && (op->type == OP_TUN_READ || op->type == OP_UDP_RECV) &&
@@ -799,14 +818,6 @@ int wg_worker_start(struct wg_device *dev, int id, int tun_fd, int cpu, struct w
 	    wg_pktpool_init(&w->small, POOL_SMALL, SMALL_POOL, SMALL_CAP)) {
 		worker_free(w);
 		return -ENOMEM;
-	}
-	for (int i = N_OPS - 1; i >= 0; i--) {
-		w->ops[i].next = w->free_ops;
-		w->free_ops = &w->ops[i];
-	}
-	for (int i = N_BATCHES - 1; i >= 0; i--) {
-		w->batches[i].next = w->free_batches;
-		w->free_batches = &w->batches[i];
 	}
 	params.flags = IORING_SETUP_COOP_TASKRUN;
 	err = io_uring_queue_init_params(RING_ENTRIES, &w->ring, &params);
