@@ -26,6 +26,8 @@ enum {
 	HS_BUILD = 1,
 	HS_INITIATE = 2,
 	HS_INITIATE_TWICE = 3,
+	HS_RECENT_LOAD = 1 << 2, /* in the mode byte */
+	HS_NO_ENDPOINT = 1 << 3,
 	HS_FIX_MACS = 1 << 0,
 	HS_SRC_V6 = 1 << 1,
 	HS_HAS_COOKIE = 1 << 2,
@@ -39,7 +41,7 @@ enum {
 	OFF_SPLIT = 0,         /* fuzz_offload.c */
 	OFF_GRO = 1,
 	OFF_COPY = 1 << 1,
-	OFF_TRUSTED = 1 << 1,
+	OFF_VERIFY = 1 << 1,
 	RX_RAW = 0,
 	RX_INDEX = 1,
 	RX_SEAL = 2,
@@ -132,6 +134,10 @@ static void handshake_seeds(uint64_t now)
 		HS_LOAD + 1, &init, sizeof(init));
 	hs_seed("init_flood", HS_MESSAGE, HS_FLOOD, HS_IDLE, &init, sizeof(init));
 	hs_seed("init_while_pending", HS_MESSAGE, HS_PENDING, HS_IDLE, &init, sizeof(init));
+	hs_seed("init_load_tail_dance", HS_MESSAGE | HS_RECENT_LOAD, HS_FIX_MACS, HS_IDLE, &init,
+		sizeof(init));
+	hs_seed("init_no_endpoint_v6", HS_MESSAGE | HS_NO_ENDPOINT, HS_SRC_V6, HS_IDLE, &init,
+		sizeof(init));
 	init.header.type = WG_MSG_HANDSHAKE_RESPONSE;
 	hs_seed("init_wrong_type", HS_MESSAGE, 0, HS_IDLE, &init, sizeof(init));
 	init.header.type = WG_MSG_HANDSHAKE_INITIATION;
@@ -225,6 +231,10 @@ static void handshake_seeds(uint64_t now)
 	hs_seed("initiate_too_soon", HS_INITIATE, HS_FLOOD, HS_IDLE, fx.remote.static_public,
 		WG_KEY_LEN);
 	hs_seed("initiate_unknown_key", HS_INITIATE, 0, HS_IDLE, stranger.static_public, WG_KEY_LEN);
+	hs_seed("initiate_no_endpoint", HS_INITIATE | HS_NO_ENDPOINT, 0, HS_IDLE,
+		fx.remote.static_public, WG_KEY_LEN);
+	hs_seed("initiate_load_tail", HS_INITIATE | HS_RECENT_LOAD, HS_SRC_V6, HS_IDLE,
+		fx.remote.static_public, WG_KEY_LEN);
 	memset(mask, 0, sizeof(mask));
 	memcpy(mask, fx.remote.static_public, WG_KEY_LEN);
 	mask[WG_KEY_LEN + offsetof(struct wg_msg_response, encrypted_nothing)] = 1;
@@ -667,8 +677,8 @@ static void offload_seeds(void)
 	s.seq += 1000;
 	s.payload_off += 1000;
 	gro_record(&s, 0, true);
-	seed("fuzz_offload", "gro_bad_csum", OFF_GRO, gro_buf, gro_len);
-	seed("fuzz_offload", "gro_bad_csum_trusted", OFF_GRO | OFF_TRUSTED, gro_buf, gro_len);
+	seed("fuzz_offload", "gro_bad_csum_verified", OFF_GRO | OFF_VERIFY, gro_buf, gro_len);
+	seed("fuzz_offload", "gro_bad_csum_trusted", OFF_GRO, gro_buf, gro_len);
 
 	spec_default(&s, false, true);
 	gro_len = 0;
