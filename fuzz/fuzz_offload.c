@@ -403,6 +403,19 @@ struct out_list {
 	unsigned int n;
 };
 
+static void gro_flush(struct tun_gro *gro, struct out_list *outs)
+{
+	int n;
+
+	/* Too little room for the writes: refused, the table kept. */
+	if (gro->n_items)
+		CHECK(tun_gro_finish(gro, outs->o + outs->n, gro->n_items - 1u) == -ENOSPC);
+	n = tun_gro_finish(gro, outs->o + outs->n, TUN_GRO_MAX_ITEMS);
+
+	CHECK(n >= 0);
+	outs->n += (unsigned int)n;
+}
+
 /* Adds like the worker: on a full table, finish the batch and add again. */
 static int gro_add(struct tun_gro *gro, struct out_list *outs, uint8_t *buf, size_t cap,
 		   size_t len, void *cookie)
@@ -410,22 +423,12 @@ static int gro_add(struct tun_gro *gro, struct out_list *outs, uint8_t *buf, siz
 	int r = tun_gro_add(gro, buf, cap, HEADROOM, len, cookie);
 
 	if (r == -ENOSPC) {
-		int n = tun_gro_finish(gro, outs->o + outs->n, TUN_GRO_MAX_ITEMS);
-
-		CHECK(n == TUN_GRO_MAX_ITEMS);
-		outs->n += (unsigned int)n;
+		CHECK(gro->n_items == TUN_GRO_MAX_ITEMS);
+		gro_flush(gro, outs);
 		r = tun_gro_add(gro, buf, cap, HEADROOM, len, cookie);
 		CHECK(r == TUN_GRO_HELD); /* an empty table merges nothing */
 	}
 	return r;
-}
-
-static void gro_flush(struct tun_gro *gro, struct out_list *outs)
-{
-	int n = tun_gro_finish(gro, outs->o + outs->n, TUN_GRO_MAX_ITEMS);
-
-	CHECK(n >= 0);
-	outs->n += (unsigned int)n;
 }
 
 /* Splits a write of several segments into exact buffers: its info. */
@@ -743,6 +746,7 @@ static void run_gro(const uint8_t *data, size_t size, bool verify)
 
 		r = tun_gro_add(&gro, f->buf, cap, HEADROOM, len, (void *)(uintptr_t)(n + 1));
 		if (r == -ENOSPC) {
+			CHECK(gro.n_items == TUN_GRO_MAX_ITEMS);
 			gro_flush(&gro, &outs);
 			batch_start = n;
 			r = tun_gro_add(&gro, f->buf, cap, HEADROOM, len, (void *)(uintptr_t)(n + 1));

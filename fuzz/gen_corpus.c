@@ -613,6 +613,14 @@ static void offload_seeds(void)
 	spec_default(&s, true, true);
 	s.payload = 4 * 1232;
 	tso_seed("uso6_exact", OFF_SPLIT | OFF_COPY, &s, 1232);
+	/* More segments than a GRO batch takes, none of which merge. */
+	spec_default(&s, false, true);
+	s.payload = 300 * TUN_OFFLOAD_MIN_GSO_SIZE - 1;
+	tso_seed("uso4_300_tiny", OFF_SPLIT, &s, TUN_OFFLOAD_MIN_GSO_SIZE);
+	spec_default(&s, true, false);
+	s.flags = 0x50; /* ECE ACK: never coalesced */
+	s.payload = 40000;
+	tso_seed("tso6_ece_400", OFF_SPLIT | OFF_COPY, &s, 100);
 
 	spec_default(&s, false, false);
 	s.payload = 900;
