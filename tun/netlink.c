@@ -111,49 +111,42 @@ static int change_link(const char *ifname, struct rtnl_link *change)
 	return err;
 }
 
-int tun_link_set_mtu(const char *ifname, unsigned int mtu)
+/* Applies one attribute change, built by set, to ifname. */
+static int change_one(const char *ifname, void (*set)(struct rtnl_link *, unsigned int),
+		      unsigned int value)
 {
-	struct rtnl_link *change;
+	struct rtnl_link *change = rtnl_link_alloc();
 	int err;
 
-	change = rtnl_link_alloc();
 	if (!change)
 		return -ENOMEM;
-	rtnl_link_set_mtu(change, mtu);
+	set(change, value);
 	err = change_link(ifname, change);
 	rtnl_link_put(change);
 	return err;
+}
+
+int tun_link_set_mtu(const char *ifname, unsigned int mtu)
+{
+	return change_one(ifname, rtnl_link_set_mtu, mtu);
 }
 
 int tun_link_set_txqlen(const char *ifname, unsigned int txqlen)
 {
-	struct rtnl_link *change;
-	int err;
+	return change_one(ifname, rtnl_link_set_txqlen, txqlen);
+}
 
-	change = rtnl_link_alloc();
-	if (!change)
-		return -ENOMEM;
-	rtnl_link_set_txqlen(change, txqlen);
-	err = change_link(ifname, change);
-	rtnl_link_put(change);
-	return err;
+static void set_flags(struct rtnl_link *link, unsigned int up)
+{
+	if (up)
+		rtnl_link_set_flags(link, IFF_UP);
+	else
+		rtnl_link_unset_flags(link, IFF_UP);
 }
 
 int tun_link_set_up(const char *ifname, bool up)
 {
-	struct rtnl_link *change;
-	int err;
-
-	change = rtnl_link_alloc();
-	if (!change)
-		return -ENOMEM;
-	if (up)
-		rtnl_link_set_flags(change, IFF_UP);
-	else
-		rtnl_link_unset_flags(change, IFF_UP);
-	err = change_link(ifname, change);
-	rtnl_link_put(change);
-	return err;
+	return change_one(ifname, set_flags, up);
 }
 
 int tun_link_index(const char *ifname)
