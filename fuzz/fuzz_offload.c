@@ -20,8 +20,8 @@
  *    linux_like()), the one write that comes out equals it byte for byte,
  *    virtio-net header included.
  *  - MODE_GRO: arbitrary packets fed straight to tun_gro_add, each record a
- *    16-bit length, 16-bit extra room behind it (both little-endian) and the
- *    bytes; checksums trusted as by the worker (F_VERIFY: verified, as Linux
+ *    16-bit length, the 16-bit room of its buffer from the packet on (at
+ *    least the length; both little-endian) and the bytes; checksums trusted as by the worker (F_VERIFY: verified, as Linux
  *    GRO does). A full table is flushed as the worker does. Every merge must
  *    join a plain in-order data segment to the latest write of its flow;
  *    every write of one packet is that packet untouched behind a zero
@@ -725,6 +725,8 @@ static void run_gro(const uint8_t *data, size_t size, bool verify)
 	tun_gro_init(&gro, verify);
 	while (at + 4 <= size && n < MAX_FED) {
 		struct fed *f = &fed[n];
+		/* The room as tun_gro_add sees it (cap - off), so that the
+		 * fuzzer finds it in comparisons and tries the exact fit. */
 		uint32_t len = le16(data + at), room = le16(data + at + 2);
 		size_t cap;
 		int r;
@@ -737,7 +739,7 @@ static void run_gro(const uint8_t *data, size_t size, bool verify)
 		f->copy = xmalloc(len);
 		memcpy(f->copy, data + at, len);
 		at += len;
-		cap = HEADROOM + len + room;
+		cap = HEADROOM + (room > len ? room : len);
 		f->buf = xmalloc(cap);
 		memcpy(f->buf + HEADROOM, f->copy, len);
 		view(f);

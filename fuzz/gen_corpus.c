@@ -526,17 +526,20 @@ static void tso_seed(const char *name, uint8_t mode, const struct spec *s, uint1
 	read_seed(name, mode, s, mss, VIRTIO_NET_HDR_F_NEEDS_CSUM, type);
 }
 
-/* MODE_GRO input: records of (length, room, bytes). */
+/* MODE_GRO input: records of (length, room from the packet on, bytes). */
 static uint8_t gro_buf[65536];
 static size_t gro_len;
 
-static void gro_record(const struct spec *s, uint16_t room, bool bad_csum)
+/* extra: the buffer's room behind the packet. */
+static void gro_record(const struct spec *s, uint16_t extra, bool bad_csum)
 {
 	uint8_t *r = gro_buf + gro_len;
-	uint32_t len = build(r + 4, s, false);
+	uint32_t len = build(r + 4, s, false), room = len + extra;
 
 	if (bad_csum)
 		r[4 + len - 1] ^= 0x20;
+	if (room > 65535)
+		abort();
 	r[0] = (uint8_t)len;
 	r[1] = (uint8_t)(len >> 8);
 	r[2] = (uint8_t)room;
@@ -545,7 +548,7 @@ static void gro_record(const struct spec *s, uint16_t room, bool bad_csum)
 }
 
 /* n segments of one flow, mss payload each (the last may be short). */
-static void gro_flow(struct spec *s, unsigned int n, uint32_t mss, uint32_t last, uint16_t room,
+static void gro_flow(struct spec *s, unsigned int n, uint32_t mss, uint32_t last, uint16_t extra,
 		     uint8_t last_flags)
 {
 	uint8_t flags = s->flags;
@@ -554,7 +557,7 @@ static void gro_flow(struct spec *s, unsigned int n, uint32_t mss, uint32_t last
 		s->payload = i + 1 == n ? last : mss;
 		if (i + 1 == n)
 			s->flags = last_flags;
-		gro_record(s, i ? 0 : room, false);
+		gro_record(s, i ? 0 : extra, false);
 		s->seq += s->payload;
 		s->payload_off += s->payload;
 		s->id++;
