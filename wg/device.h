@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "router/table.h"
+#include "tun/port.h"
 #include "wg/config.h"
 #include "wg/cookie.h"
 #include "wg/handshake.h"
@@ -87,6 +88,16 @@ int wg_device_get(struct wg_device *dev, struct wg_device_config *cfg);
 int wg_device_set(struct wg_device *dev, const struct wg_device_config *cfg);
 /* "key=value\n" lines of the counters (malloc'd). */
 int wg_device_stats(struct wg_device *dev, char **text, size_t *len);
+
+/* VM ports (tun/port.h). Adds a port, checked with port_config_check
+ * first: 0, -EEXIST (name or an address taken by another port), -EINVAL,
+ * -ENOSPC (PORT_MAX), or what opening the tap or vhost-user socket said. */
+int wg_device_port_add(struct wg_device *dev, const struct port_config *cfg);
+/* Removes a port by name. 0 or -ENOENT. */
+int wg_device_port_del(struct wg_device *dev, const char *name);
+/* A snapshot of every port in creation order (malloc'd array, the caller
+ * frees it). 0 or -ENOMEM. */
+int wg_device_port_list(struct wg_device *dev, struct port_info **out, size_t *n);
 
 /* With the device lock held (shared is enough). */
 struct wg_peer *wg_device_lookup_peer(struct wg_device *dev, const uint8_t public_key[32]);
