@@ -76,6 +76,7 @@ struct port_config {
 	X(ndp, "ndp")                       /* malformed NDP/ARP (see ndp_*) */      \
 	X(no_route, "no_route")             /* nowhere to send it */                  \
 	X(too_big, "too_big")               /* over the port's MTU */                 \
+	X(ttl, "ttl")                       /* TTL or hop limit ran out */            \
 	X(no_buffer, "no_buffer")           /* the guest had no room, or we had none */ \
 	X(tx_error, "tx_error")             /* the kernel refused a write */
 
@@ -89,6 +90,28 @@ struct port_counters {
 };
 
 #define port_count(c, name, n) atomic_fetch_add_explicit(&(c)->name, (n), memory_order_relaxed)
+
+/* The drop reasons as numbers, for code that picks one at run time. */
+enum port_drop {
+#define PORT_DROP_ENUM(name, text) PORT_DROP_##name,
+	PORT_DROP_REASONS(PORT_DROP_ENUM)
+#undef PORT_DROP_ENUM
+	PORT_DROP_COUNT
+};
+
+static inline void port_count_drop(struct port_counters *c, enum port_drop why)
+{
+	switch (why) {
+#define PORT_DROP_CASE(name, text)                    \
+	case PORT_DROP_##name:                        \
+		port_count(c, drop_##name, 1);        \
+		break;
+	PORT_DROP_REASONS(PORT_DROP_CASE)
+#undef PORT_DROP_CASE
+	case PORT_DROP_COUNT:
+		break;
+	}
+}
 
 /* What `weft port list` shows of one port. */
 struct port_info {

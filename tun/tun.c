@@ -122,3 +122,32 @@ fail:
 	close(fd);
 	return err;
 }
+
+int tun_open_tap(const char *ifname, int *fds, int n)
+{
+	short flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR | IFF_MULTI_QUEUE;
+	char name[IFNAMSIZ];
+	int i, err;
+
+	if (!ifname || !*ifname || strchr(ifname, '%') || n < 1)
+		return -EINVAL;
+	if (strlen(ifname) >= IFNAMSIZ)
+		return -ENAMETOOLONG;
+	/* TUNSETIFF would attach to a tap that exists already: someone
+	 * else's netdev is not ours to serve. */
+	if (if_nametoindex(ifname))
+		return -EEXIST;
+	for (i = 0; i < n; i++) {
+		fds[i] = attach(ifname, flags, name);
+		if (fds[i] < 0) {
+			err = fds[i];
+			goto fail;
+		}
+	}
+	return 0;
+
+fail:
+	while (i--)
+		close(fds[i]);
+	return err;
+}

@@ -25,4 +25,11 @@ int tun_set_offload(int fd, unsigned int flags);
  * -EINVAL: not a multi-queue TUN, or its vnet-header setting differs). */
 int tun_open_queue(const char *ifname, bool vnet_hdr);
 
+/* Creates the tap netdev ifname (IFF_TAP|IFF_NO_PI|IFF_VNET_HDR|
+ * IFF_MULTI_QUEUE, not persistent: it goes when the last fd closes) with n
+ * queues, their fds (O_CLOEXEC, blocking) in fds[0, n). Frames carry a
+ * 10-byte virtio-net header both ways. 0, -EEXIST (a netdev of that name
+ * exists), -EINVAL, -ENAMETOOLONG or what the kernel said. */
+int tun_open_tap(const char *ifname, int *fds, int n);
+
 #endif

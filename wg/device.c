@@ -14,6 +14,7 @@
 #include "wg/handshake.h"
 #include "wg/log.h"
 #include "wg/peer.h"
+#include "wg/ports.h"
 #include "wg/send.h"
 #include "wg/worker.h"
 
@@ -191,7 +192,7 @@ static void swap_sockets(struct wg_device *dev, struct wg_socket_set *fresh)
 	dev->listen_port = fresh->port;
 }
 
-static void kick_workers(struct wg_device *dev)
+void wg_device_kick_workers(struct wg_device *dev)
 {
 	for (int i = 0; i < dev->n_workers; i++)
 		wg_worker_kick(dev->workers[i]);
@@ -248,7 +249,7 @@ int wg_device_set(struct wg_device *dev, const struct wg_device_config *cfg)
 	pthread_rwlock_unlock(&dev->lock);
 	free(kick);
 	if (fresh.n)
-		kick_workers(dev);
+		wg_device_kick_workers(dev);
 	return err;
 }
 
@@ -507,6 +508,7 @@ void wg_device_free(struct wg_device *dev)
 	if (dev->identity) {
 		pthread_rwlock_wrlock(&dev->lock);
 		remove_all_peers(dev);
+		wg_ports_clear(dev);
 		pthread_rwlock_unlock(&dev->lock);
 		sodium_free(dev->identity);
 	}

@@ -33,6 +33,7 @@
 #include "wg/stats.h"
 
 struct wg_peer;
+struct wg_port;
 struct wg_worker;
 
 enum { WG_PEER_BUCKETS = 1 << 12 };
@@ -51,7 +52,12 @@ struct wg_device {
 	struct wg_peer *peer_buckets[WG_PEER_BUCKETS];
 	struct wg_peer *peers_head, *peers_tail; /* in creation order */
 	size_t n_peers;
-	struct rt_table *allowed_ips;        /* prefix -> struct wg_peer * */
+	/* The forwarding table: prefix -> struct rt_hop, a peer (its allowed
+	 * IPs) or a VM port (its registered addresses). */
+	struct rt_table *allowed_ips;
+	struct wg_port *ports[PORT_MAX];     /* slots; NULL: free */
+	uint64_t port_seq;
+	_Atomic uint64_t ports_gen;          /* bumped on every port change */
 	uint16_t listen_port;
 	uint32_t fwmark;
 	struct wg_socket_set sockets;        /* a pair per worker; fds read lock-free */
@@ -98,6 +104,9 @@ int wg_device_port_del(struct wg_device *dev, const char *name);
 /* A snapshot of every port in creation order (malloc'd array, the caller
  * frees it). 0 or -ENOMEM. */
 int wg_device_port_list(struct wg_device *dev, struct port_info **out, size_t *n);
+
+/* Wakes every worker to notice changed sockets or ports. */
+void wg_device_kick_workers(struct wg_device *dev);
 
 /* With the device lock held (shared is enough). */
 struct wg_peer *wg_device_lookup_peer(struct wg_device *dev, const uint8_t public_key[32]);

@@ -15,9 +15,13 @@
 enum {
 	WG_PKT_HEADROOM = sizeof(struct wg_msg_data),
 	WG_PKT_TAILROOM = WG_PADDING_MULTIPLE + WG_TAG_LEN,
+	/* Where a worker's buffers put an inner packet: room in front for the
+	 * data-message header, or for a virtio-net header and an Ethernet
+	 * header when the packet goes to a VM port. */
+	WG_PKT_FRONT = 32,
 	/* The largest inner packet (an IPv4/IPv6 datagram) weft carries. */
 	WG_PKT_MAX_INNER = 65535 - WG_DATA_OVERHEAD - 48,
-	WG_PKT_BUF_SIZE = WG_PKT_HEADROOM + WG_PKT_MAX_INNER + WG_PKT_TAILROOM,
+	WG_PKT_BUF_SIZE = WG_PKT_FRONT + WG_PKT_MAX_INNER + WG_PKT_TAILROOM,
 };
 
 struct wg_pkt {
@@ -29,6 +33,7 @@ struct wg_pkt {
 	uint8_t pool_id;       /* which of the worker's pools */
 	uint16_t refs;         /* TUN writes pointing into a received batch */
 	uint64_t nonce;        /* assigned under the peer lock, sealed after */
+	void *egress;          /* a worker's: the VM port a packet goes to */
 	union wg_sockaddr addr; /* source (received) or destination (to send) */
 	uint8_t data[];
 };
@@ -53,6 +58,7 @@ static inline struct wg_pkt *wg_pkt_alloc(size_t inner_len)
 	p->pooled = false;
 	p->pool_id = 0;
 	p->refs = 1;
+	p->egress = NULL;
 	return p;
 }
 

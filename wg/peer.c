@@ -14,6 +14,7 @@ struct wg_peer *wg_peer_new(struct wg_device *dev, const uint8_t public_key[WG_K
 	if (!peer)
 		return NULL;
 	memset(peer, 0, size);
+	peer->hop.kind = RT_HOP_PEER;
 	peer->dev = dev;
 	memcpy(peer->public_key, public_key, WG_KEY_LEN);
 	pthread_mutex_init(&peer->lock, NULL);

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "router/hop.h"
 #include "wg/cookie.h"
 #include "wg/endpoint.h"
 #include "wg/index.h"
@@ -20,6 +21,7 @@ struct wg_device;
 
 struct wg_peer {
 	/* Immutable after creation. */
+	struct rt_hop hop;               /* first: the forwarding table's value */
 	struct wg_device *dev;
 	uint8_t public_key[WG_KEY_LEN];
 
@@ -46,6 +48,11 @@ struct wg_peer {
 	_Atomic uint64_t last_handshake_ns; /* wall clock, epoch ns; 0 = never */
 	_Atomic bool handshake_queued;      /* an initiation request is queued */
 };
+
+static inline struct wg_peer *wg_peer_from_hop(struct rt_hop *hop)
+{
+	return (struct wg_peer *)hop; /* hop is the first member */
+}
 
 struct wg_peer *wg_peer_new(struct wg_device *dev, const uint8_t public_key[WG_KEY_LEN]);
 /* Unhashes its indices, drops keypairs and staged packets, wipes and frees.

@@ -48,7 +48,8 @@ struct wg_pkt *wg_pktpool_get(struct wg_pktpool *pool)
 	}
 	/* The header may have been trimmed away: write all of it. */
 	p->next = NULL;
-	p->off = WG_PKT_HEADROOM;
+	p->off = WG_PKT_FRONT;
+	p->egress = NULL;
 	p->len = 0;
 	p->cap = (uint32_t)(pool->slot - sizeof(struct wg_pkt));
 	p->pooled = true;

@@ -177,44 +177,17 @@ void wg_send_keepalive(struct wg_device *dev, struct wg_peer *peer, struct wg_tx
 }
 
 /* The destination of an inner IPv4/IPv6 packet, or 0 when malformed. */
-static int inner_destination(const uint8_t *p, size_t len, const uint8_t **dst)
-{
-	if (len >= sizeof(struct iphdr) && (p[0] >> 4) == 4) {
-		*dst = p + offsetof(struct iphdr, daddr);
-		return AF_INET;
-	}
-	if (len >= sizeof(struct ip6_hdr) && (p[0] >> 4) == 6) {
-		*dst = p + offsetof(struct ip6_hdr, ip6_dst);
-		return AF_INET6;
-	}
-	return 0;
-}
-
 static void release_all(struct wg_tx *tx, struct wg_pkt **pkts, unsigned int n)
 {
 	for (unsigned int i = 0; i < n; i++)
 		tx->release(tx, pkts[i]);
 }
 
-void wg_send_from_tun(struct wg_device *dev, struct wg_pkt **pkts, unsigned int n, struct wg_tx *tx)
+void wg_send_to_peer(struct wg_device *dev, struct wg_peer *peer, struct wg_pkt **pkts,
+		     unsigned int n, struct wg_tx *tx)
 {
-	const uint8_t *dst;
 	struct wg_keypair *kp;
-	struct wg_peer *peer;
 	uint64_t now, nonce;
-	int family = inner_destination(wg_pkt_payload(pkts[0]), pkts[0]->len, &dst);
-
-	if (!family) {
-		wg_stat_add(&dev->stats, drop_malformed, n);
-		release_all(tx, pkts, n);
-		return;
-	}
-	peer = rt_lookup(dev->allowed_ips, family, dst);
-	if (!peer) {
-		wg_stat_add(&dev->stats, drop_no_route, n);
-		release_all(tx, pkts, n);
-		return;
-	}
 
 	/* The common case: nothing staged and a live keypair, so take n nonces
 	 * at once and seal every packet in its own buffer without copying. */

@@ -19,11 +19,12 @@ struct wg_tx {
 /* For threads off the data path: sends at once with sendto(), frees. */
 void wg_tx_direct_init(struct wg_tx *tx, struct wg_device *dev);
 
-/* Inner packets from the TUN (payload at off = WG_PKT_HEADROOM) that share
- * one destination (one packet, or the segments of one super-packet), routed
- * by it. Consumes them. Device lock held shared. */
-void wg_send_from_tun(struct wg_device *dev, struct wg_pkt **pkts, unsigned int n,
-		      struct wg_tx *tx);
+/* Inner packets routed to peer (one packet, or the segments of one
+ * super-packet), each with at least WG_PKT_HEADROOM bytes in front of its
+ * payload: sealed and emitted, or staged while a handshake is needed.
+ * Consumes them. Device lock held shared. */
+void wg_send_to_peer(struct wg_device *dev, struct wg_peer *peer, struct wg_pkt **pkts,
+		     unsigned int n, struct wg_tx *tx);
 /* Seals whatever is staged for peer, or asks for a handshake. */
 void wg_send_staged(struct wg_device *dev, struct wg_peer *peer, struct wg_tx *tx);
 /* Staged packets if any, else an empty (keepalive) data message. */

@@ -23,10 +23,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "ndp/ndp.h"
+#include "router/frame.h"
 #include "tun/offload.h"
+#include "wg/clock.h"
 #include "wg/device.h"
 #include "wg/log.h"
+#include "wg/peer.h"
 #include "wg/pktpool.h"
+#include "wg/ports.h"
 #include "wg/receive.h"
 #include "wg/send.h"
 
@@ -45,6 +50,7 @@ enum {
 	TUN_READS = 32,
 	SEGS_PER_READ = 48,    /* with TSO a read may become this many packets */
 	UDP_RECVS = 16,        /* per socket */
+	PORT_READS = 8,        /* per port queue */
 	N_OPS = 640,
 	N_BATCHES = 256,
 	MAX_SEGS = 64,         /* datagrams per GSO send (kernel allows 128) */
@@ -55,7 +61,28 @@ enum {
 	MAX_SOCKS = 8,         /* two current, the rest retiring */
 };
 
-enum op_type { OP_TUN_READ, OP_TUN_WRITE, OP_UDP_RECV, OP_UDP_SEND, OP_WAKE, OP_CANCEL };
+enum op_type {
+	OP_TUN_READ, OP_TUN_WRITE, OP_UDP_RECV, OP_UDP_SEND, OP_PORT_READ, OP_PORT_WRITE,
+	OP_WAKE, OP_CANCEL,
+};
+
+/* The bytes in front of an Ethernet frame on a port queue, and in front of
+ * the IP packet inside it. */
+enum {
+	PORT_VNET_LEN = TUN_VNET_HDR_LEN,
+	PORT_L2_LEN = PORT_VNET_LEN + FRAME_ETH_HLEN,
+};
+_Static_assert((int)PORT_L2_LEN <= (int)WG_PKT_FRONT, "buffers leave room for a frame's headers");
+
+/* This worker's queue of a VM port. */
+struct wport {
+	struct wg_port *port; /* a reference, dropped when retired and idle */
+	int fd;
+	unsigned int reads;   /* armed reads */
+	unsigned int inflight;
+	bool retired;
+	bool dead;            /* reads fail: the netdev is gone */
+};
 
 struct wsock {
 	int fd;             /* -1: slot free */
@@ -79,6 +106,7 @@ struct op {
 	enum op_type type;
 	bool in_use;
 	struct wsock *sock;
+	struct wport *wport;
 	struct wg_pkt *pkt;
 	struct send_batch *batch;
 	struct msghdr msg;
@@ -118,6 +146,10 @@ struct wg_worker {
 	unsigned int tun_reads;
 	struct wsock socks[MAX_SOCKS];
 	struct wsock *cur4, *cur6;
+	struct wport *wports[PORT_MAX]; /* by the device's port slot */
+	struct wport *active[PORT_MAX]; /* the same, packed */
+	unsigned int n_active;
+	uint64_t ports_gen;
 	bool gso;
 	bool dead_tun;
 };
@@ -137,7 +169,7 @@ static struct wg_pkt *pkt_get(struct wg_worker *w)
 /* A buffer for one packet of inner length len: small when it fits. */
 static struct wg_pkt *pkt_get_for(struct wg_worker *w, uint32_t len)
 {
-	if (WG_PKT_HEADROOM + len + WG_PKT_TAILROOM <= SMALL_CAP)
+	if (WG_PKT_FRONT + len + WG_PKT_TAILROOM <= SMALL_CAP - sizeof(struct wg_pkt))
 		return wg_pktpool_get(&w->small);
 	return wg_pktpool_get(&w->big);
 }
@@ -243,11 +275,12 @@ static void arm_udp_recv(struct wg_worker *w, struct wsock *s)
 			pkt_put(w, p);
 		return;
 	}
-	p->off = 0;
+	/* Datagrams land so that their inner packets start at WG_PKT_FRONT. */
+	p->off = WG_PKT_FRONT - WG_PKT_HEADROOM;
 	op->pkt = p;
 	op->sock = s;
-	op->iov.iov_base = p->data;
-	op->iov.iov_len = p->cap;
+	op->iov.iov_base = wg_pkt_payload(p);
+	op->iov.iov_len = p->cap - p->off;
 	op->msg.msg_name = &p->addr;
 	op->msg.msg_namelen = sizeof(p->addr);
 	op->msg.msg_iov = &op->iov;
@@ -453,41 +486,300 @@ static uint32_t gro_size(struct msghdr *msg)
 	return 0;
 }
 
-/* Writes this batch's coalesced TCP packets to the TUN. */
+/* --- VM ports --- */
+
+static struct wport *wport_of(struct wg_worker *w, struct wg_port *port)
+{
+	struct wport *wp = w->wports[port->slot];
+
+	return wp && wp->port == port ? wp : NULL;
+}
+
+/* A retired queue is let go by its only user once nothing of ours is in
+ * flight on it. */
+static void wport_release(struct wg_worker *w, struct wport *wp)
+{
+	if (wp->retired && !wp->inflight) {
+		wg_port_put(wp->port);
+		free(wp);
+	}
+}
+
+static void wport_retire(struct wg_worker *w, struct wport *wp)
+{
+	struct io_uring_sqe *sqe;
+
+	wp->retired = true;
+	if (wp->reads && prepare(w, OP_CANCEL, &sqe))
+		io_uring_prep_cancel_fd(sqe, wp->fd, IORING_ASYNC_CANCEL_ALL);
+	wport_release(w, wp);
+}
+
+/* The device's ports changed: serve the new ones, let go of the gone. */
+static void follow_ports(struct wg_worker *w)
+{
+	struct wg_device *dev = w->dev;
+
+	w->ports_gen = atomic_load(&dev->ports_gen);
+	w->n_active = 0;
+	for (int i = 0; i < PORT_MAX; i++) {
+		struct wg_port *port = dev->ports[i];
+		struct wport *wp = w->wports[i];
+
+		if (wp && wp->port != port) {
+			w->wports[i] = NULL;
+			wport_retire(w, wp);
+			wp = NULL;
+		}
+		if (port && !wp && port->n_fds > w->id) {
+			wp = calloc(1, sizeof(*wp));
+			if (!wp) {
+				log_error("worker %d: no memory to serve port %s", w->id, port->cfg.name);
+				continue;
+			}
+			wg_port_get(port);
+			wp->port = port;
+			wp->fd = port->fds[w->id];
+			w->wports[i] = wp;
+		}
+		if (wp)
+			w->active[w->n_active++] = wp;
+	}
+}
+
+static bool arm_port_read(struct wg_worker *w, struct wport *wp)
+{
+	struct io_uring_sqe *sqe;
+	struct wg_pkt *p = pkt_get_for(w, wp->port->cfg.mtu);
+	struct op *op = p ? prepare(w, OP_PORT_READ, &sqe) : NULL;
+
+	if (!op) {
+		if (p)
+			pkt_put(w, p);
+		return false;
+	}
+	op->pkt = p;
+	op->wport = wp;
+	/* The frame lands so that its IP packet starts at WG_PKT_FRONT. */
+	io_uring_prep_read(sqe, wp->fd, wg_pkt_payload(p) - PORT_L2_LEN,
+			   p->cap - WG_PKT_TAILROOM - (p->off - PORT_L2_LEN), 0);
+	wp->reads++;
+	wp->inflight++;
+	return true;
+}
+
+/* Writes the frame (behind its virtio-net header) at buf[0, len) of p to
+ * the VM; p stays referenced until done. */
+static void port_write(struct wg_worker *w, struct wport *wp, struct wg_pkt *p, uint8_t *buf,
+		       uint32_t len)
+{
+	struct port_counters *c = &wp->port->counters;
+	struct io_uring_sqe *sqe;
+	struct op *op = prepare(w, OP_PORT_WRITE, &sqe);
+
+	if (!op) {
+		port_count_drop(c, PORT_DROP_no_buffer);
+		return;
+	}
+	p->refs++;
+	op->pkt = p;
+	op->wport = wp;
+	wp->inflight++;
+	io_uring_prep_write(sqe, wp->fd, buf, len, 0);
+	port_count(c, tx_packets, 1);
+	port_count(c, tx_bytes, len - PORT_VNET_LEN);
+}
+
+/* Sends the IP packet ip[0, len) of p to the VM of port: an Ethernet header
+ * from the router in front, and a virtio-net header: vnet (a coalesced
+ * super-packet's, whose offsets count from the IP header) or none. */
+static void port_output(struct wg_worker *w, struct wg_port *port, struct wg_pkt *p, uint8_t *ip,
+			uint32_t len, const struct tun_vnet_hdr *vnet)
+{
+	struct wport *wp = wport_of(w, port);
+	struct tun_vnet_hdr h = { 0 };
+
+	if (!wp) {
+		port_count_drop(&port->counters, PORT_DROP_no_route);
+		return;
+	}
+	if (vnet) {
+		h = *vnet;
+		if (h.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM)
+			h.csum_start = (uint16_t)(h.csum_start + FRAME_ETH_HLEN);
+		if (h.gso_type != VIRTIO_NET_HDR_GSO_NONE)
+			h.hdr_len = (uint16_t)(h.hdr_len + FRAME_ETH_HLEN);
+	}
+	if (h.gso_type == VIRTIO_NET_HDR_GSO_NONE && len > port->cfg.mtu) {
+		port_count_drop(&port->counters, PORT_DROP_too_big);
+		return;
+	}
+	frame_eth_header(ip - FRAME_ETH_HLEN, port->cfg.vm_mac, port->ndp.router_mac, ip[0] >> 4);
+	memcpy(ip - PORT_L2_LEN, &h, sizeof(h));
+	port_write(w, wp, p, ip - PORT_L2_LEN, len + PORT_L2_LEN);
+}
+
+/* The host's own packet (from the TUN) at ip[0, len) of p, or one the host
+ * must route for a VM. */
+static void host_output(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t len)
+{
+	if (w->vnet) {
+		memset(ip - TUN_VNET_HDR_LEN, 0, TUN_VNET_HDR_LEN);
+		tun_write(w, p, ip - TUN_VNET_HDR_LEN, len + TUN_VNET_HDR_LEN);
+	} else {
+		tun_write(w, p, ip, len);
+	}
+}
+
+/* Packets from the host that share one destination (one packet, or the
+ * segments of one super-packet): to their peer or VM port. Consumes them. */
+static void route_from_host(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n)
+{
+	struct wg_device *dev = w->dev;
+	const uint8_t *dst;
+	int family = frame_ip_destination(wg_pkt_payload(pkts[0]), pkts[0]->len, &dst);
+	struct rt_hop *hop = family ? rt_lookup(dev->allowed_ips, family, dst) : NULL;
+
+	if (hop && hop->kind == RT_HOP_PEER) {
+		wg_send_to_peer(dev, wg_peer_from_hop(hop), pkts, n, &w->tx);
+		return;
+	}
+	if (!family)
+		wg_stat_add(&dev->stats, drop_malformed, n);
+	else if (!hop)
+		wg_stat_add(&dev->stats, drop_no_route, n);
+	for (unsigned int i = 0; i < n; i++) {
+		if (hop)
+			port_output(w, wg_port_from_hop(hop), pkts[i], wg_pkt_payload(pkts[i]),
+				    pkts[i]->len, NULL);
+		pkt_put(w, pkts[i]);
+	}
+}
+
+/* A VM's IP packet, checked, at the payload of p: to a peer, another VM,
+ * or the host. Consumes p. */
+static void route_from_port(struct wg_worker *w, struct wg_pkt *p, const struct frame_ip *ip)
+{
+	struct rt_hop *hop = rt_lookup(w->dev->allowed_ips, ip->family, ip->dst);
+
+	if (hop && hop->kind == RT_HOP_PEER) {
+		wg_send_to_peer(w->dev, wg_peer_from_hop(hop), &p, 1, &w->tx);
+		return;
+	}
+	if (hop)
+		port_output(w, wg_port_from_hop(hop), p, wg_pkt_payload(p), p->len, NULL);
+	else
+		host_output(w, p, wg_pkt_payload(p), p->len);
+	pkt_put(w, p);
+}
+
+/* ARP or ICMPv6 from the VM: true when the responder took it (answered,
+ * consumed or dropped), false when it is for routing after all. */
+static bool port_neighbour(struct wg_worker *w, struct wport *wp, const uint8_t *frame,
+			   uint32_t len)
+{
+	struct wg_port *port = wp->port;
+	struct wg_pkt *r = pkt_get_for(w, NDP_REPLY_MAX);
+	enum ndp_verdict v;
+	size_t rlen = 0;
+	uint8_t *out;
+
+	if (!r) {
+		port_count_drop(&port->counters, PORT_DROP_no_buffer);
+		return true;
+	}
+	out = wg_pkt_payload(r) - FRAME_ETH_HLEN;
+	v = ndp_handle(&port->ndp, &port->ndp_state, wg_clock_now() / NSEC_PER_MSEC, frame, len,
+		       out, r->cap - WG_PKT_TAILROOM - (r->off - FRAME_ETH_HLEN), &rlen);
+	if (v == NDP_REPLY) {
+		memset(out - PORT_VNET_LEN, 0, PORT_VNET_LEN);
+		port_write(w, wp, r, out - PORT_VNET_LEN, (uint32_t)rlen + PORT_VNET_LEN);
+	} else if (ndp_verdict_is_drop(v)) {
+		port_count_drop(&port->counters, PORT_DROP_ndp);
+	}
+	pkt_put(w, r);
+	return v != NDP_NOT_NDP;
+}
+
+/* A frame read from a VM's queue, behind its virtio-net header, with its IP
+ * packet (if any) at the payload of p. Consumes p. */
+static void port_received(struct wg_worker *w, struct wport *wp, struct wg_pkt *p, uint32_t res)
+{
+	struct port_counters *c = &wp->port->counters;
+	uint8_t *frame = wg_pkt_payload(p) - FRAME_ETH_HLEN;
+	const struct tun_vnet_hdr *vnet = (const void *)(frame - PORT_VNET_LEN);
+	uint32_t len = res - PORT_VNET_LEN;
+	enum frame_verdict v = FRAME_DROP;
+	enum port_drop why = PORT_DROP_malformed;
+	struct frame_ip ip;
+
+	port_count(c, rx_packets, 1);
+	port_count(c, rx_bytes, res > PORT_VNET_LEN ? len : 0);
+	/* No offloads were offered to the tap: every frame is one whole packet. */
+	if (res > PORT_VNET_LEN && vnet->gso_type == VIRTIO_NET_HDR_GSO_NONE)
+		v = frame_classify(&wp->port->cfg, frame, len, &why);
+	if (v == FRAME_NEIGHBOUR && port_neighbour(w, wp, frame, len)) {
+		pkt_put(w, p);
+		return;
+	}
+	if (v != FRAME_DROP)
+		v = frame_ip_check(&wp->port->cfg, frame, len, &ip, &why);
+	if (v == FRAME_DROP) {
+		port_count_drop(c, why);
+		pkt_put(w, p);
+		return;
+	}
+	p->len = ip.len;
+	route_from_port(w, p, &ip);
+}
+
+/* Writes this batch's coalesced TCP packets to the TUN or their VM. */
 static void gro_flush(struct wg_worker *w)
 {
 	struct tun_gro_out out[TUN_GRO_MAX_ITEMS];
 	int n = tun_gro_finish(&w->gro, out, TUN_GRO_MAX_ITEMS);
 
 	for (int i = 0; i < n; i++) {
-		tun_write(w, out[i].cookie, out[i].data, (uint32_t)out[i].len);
-		pkt_put(w, out[i].cookie); /* the table's reference */
+		struct wg_pkt *p = out[i].cookie;
+
+		if (p->egress)
+			port_output(w, p->egress, p, out[i].data + TUN_VNET_HDR_LEN,
+				    (uint32_t)out[i].len - TUN_VNET_HDR_LEN, (const void *)out[i].data);
+		else
+			tun_write(w, p, out[i].data, (uint32_t)out[i].len);
+		pkt_put(w, p); /* the table's reference */
 	}
 }
 
-/* An inner packet for a vnet-header TUN: TCP goes through the coalescing
- * table (copied into a buffer with room to grow), anything else is written
- * where it lies, behind a zero virtio-net header. */
-static void deliver_vnet(struct wg_worker *w, struct wg_pkt *p, uint8_t *inner, uint32_t len)
+/* An inner packet from the tunnel for the host or a VM (port): TCP goes
+ * through the coalescing table (copied into a buffer with room to grow)
+ * where the way out takes super-packets, anything else leaves from where
+ * it lies. */
+static void deliver(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t len,
+		    struct wg_port *port)
 {
-	bool tcp = (inner[0] >> 4 == 4 && len >= 20 && inner[9] == 6) ||
-		   (inner[0] >> 4 == 6 && len >= 40 && inner[6] == 6);
+	bool tcp = (ip[0] >> 4 == 4 && len >= 20 && ip[9] == 6) ||
+		   (ip[0] >> 4 == 6 && len >= 40 && ip[6] == 6);
+	bool coalesce = tcp && (port || w->vnet);
+	struct wg_pkt *spare;
 	int ret;
 
-	if (tcp && !w->gro_spare)
+	if (coalesce && !w->gro_spare)
 		w->gro_spare = pkt_get(w);
-	if (!tcp || !w->gro_spare) {
-		memset(inner - TUN_VNET_HDR_LEN, 0, TUN_VNET_HDR_LEN);
-		tun_write(w, p, inner - TUN_VNET_HDR_LEN, len + TUN_VNET_HDR_LEN);
+	spare = w->gro_spare;
+	if (!coalesce || !spare) {
+		if (port)
+			port_output(w, port, p, ip, len, NULL);
+		else
+			host_output(w, p, ip, len);
 		return;
 	}
-	memcpy(w->gro_spare->data + WG_PKT_HEADROOM, inner, len);
-	ret = tun_gro_add(&w->gro, w->gro_spare->data, w->gro_spare->cap, WG_PKT_HEADROOM, len,
-			  w->gro_spare);
+	memcpy(spare->data + WG_PKT_FRONT, ip, len);
+	spare->egress = port;
+	ret = tun_gro_add(&w->gro, spare->data, spare->cap, WG_PKT_FRONT, len, spare);
 	if (ret == -ENOSPC) {
 		gro_flush(w);
-		ret = tun_gro_add(&w->gro, w->gro_spare->data, w->gro_spare->cap, WG_PKT_HEADROOM,
-				  len, w->gro_spare);
+		ret = tun_gro_add(&w->gro, spare->data, spare->cap, WG_PKT_FRONT, len, spare);
 	}
 	if (ret == TUN_GRO_HELD)
 		w->gro_spare = NULL; /* the table holds its reference now */
@@ -508,15 +800,19 @@ static void udp_received(struct wg_worker *w, struct op *op, uint32_t len)
 		seg = len;
 	for (uint32_t off = 0; off < len; off += seg) {
 		uint32_t dlen = len - off < seg ? len - off : seg;
-		uint32_t inner = wg_receive(w->dev, p->data + off, dlen, &p->addr, &w->tx);
-		uint8_t *ip = p->data + off + WG_PKT_HEADROOM;
+		uint8_t *d = wg_pkt_payload(p) + off;
+		uint32_t inner = wg_receive(w->dev, d, dlen, &p->addr, &w->tx);
+		uint8_t *ip = d + WG_PKT_HEADROOM;
+		const uint8_t *dst;
+		int family;
+		struct rt_hop *hop;
 
 		if (!inner)
 			continue;
-		if (w->vnet)
-			deliver_vnet(w, p, ip, inner);
-		else
-			tun_write(w, p, ip, inner);
+		family = frame_ip_destination(ip, inner, &dst);
+		hop = family ? rt_lookup(w->dev->allowed_ips, family, dst) : NULL;
+		deliver(w, p, ip, inner,
+			hop && hop->kind == RT_HOP_PORT ? wg_port_from_hop(hop) : NULL);
 	}
 }
 
@@ -536,6 +832,7 @@ static void tun_read_vnet(struct wg_worker *w, struct wg_pkt *p, uint32_t res)
 	n = info.n_segs;
 	w->seg_pkts[0] = p;
 	w->segs[0] = (struct tun_offload_seg){ .buf = p->data, .cap = p->cap - WG_PKT_TAILROOM };
+	/* Each segment's packet starts at WG_PKT_FRONT, like the input's. */
 	for (unsigned int i = 1; i < n; i++) {
 		struct wg_pkt *s = pkt_get_for(w, info.max_seg_len);
 
@@ -548,7 +845,7 @@ static void tun_read_vnet(struct wg_worker *w, struct wg_pkt *p, uint32_t res)
 		w->seg_pkts[i] = s;
 		w->segs[i] = (struct tun_offload_seg){ .buf = s->data, .cap = s->cap - WG_PKT_TAILROOM };
 	}
-	got = tun_offload_split(&info, w->segs, n, WG_PKT_HEADROOM);
+	got = tun_offload_split(&info, w->segs, n, WG_PKT_FRONT);
 	if (got < 0) {
 		wg_stat_inc(&w->dev->stats, drop_malformed);
 		for (unsigned int k = 0; k < n; k++)
@@ -557,7 +854,7 @@ static void tun_read_vnet(struct wg_worker *w, struct wg_pkt *p, uint32_t res)
 	}
 	for (unsigned int i = 0; i < n; i++)
 		w->seg_pkts[i]->len = w->segs[i].len;
-	wg_send_from_tun(w->dev, w->seg_pkts, n, &w->tx);
+	route_from_host(w, w->seg_pkts, n);
 }
 
 static void send_done(struct wg_worker *w, struct op *op, int res)
@@ -595,7 +892,7 @@ static void complete(struct wg_worker *w, struct op *op, int res)
 				break;
 			}
 			p->len = (uint32_t)res;
-			wg_send_from_tun(dev, &p, 1, &w->tx);
+			route_from_host(w, &p, 1);
 			break;
 		}
 		if (res < 0 && res != -EAGAIN && res != -EINTR && res != -ECANCELED)
@@ -621,6 +918,33 @@ static void complete(struct wg_worker *w, struct op *op, int res)
 		if (res < 0)
 			log_ratelimited(WG_LOG_DEBUG, "TUN write failed: %s", strerror(-res));
 		pkt_put(w, p);
+		break;
+	case OP_PORT_READ:
+		op->wport->reads--;
+		op->wport->inflight--;
+		if (res > 0 && !op->wport->retired && !atomic_load(&dev->stopping)) {
+			port_received(w, op->wport, p, (uint32_t)res);
+		} else {
+			if (res < 0 && res != -EAGAIN && res != -EINTR && res != -ECANCELED &&
+			    !op->wport->dead) {
+				/* The netdev went away under its VM: stop reading. */
+				op->wport->dead = true;
+				log_error("port %s: read failed: %s; port stopped",
+					  op->wport->port->cfg.name, strerror(-res));
+			}
+			pkt_put(w, p);
+		}
+		wport_release(w, op->wport);
+		break;
+	case OP_PORT_WRITE:
+		op->wport->inflight--;
+		if (res < 0) {
+			port_count_drop(&op->wport->port->counters, PORT_DROP_tx_error);
+			log_ratelimited(WG_LOG_DEBUG, "port %s: write failed: %s",
+					op->wport->port->cfg.name, strerror(-res));
+		}
+		pkt_put(w, p);
+		wport_release(w, op->wport);
 		break;
 	case OP_WAKE:
 		follow_sockets(w);
@@ -653,6 +977,12 @@ static void refill(struct wg_worker *w)
 		while (cur[i] && cur[i]->recvs < UDP_RECVS && wg_pktpool_available(&w->big) &&
 		       ops_available(w))
 			arm_udp_recv(w, cur[i]);
+	for (unsigned int i = 0; i < w->n_active; i++) {
+		struct wport *wp = w->active[i];
+
+		while (!wp->dead && wp->reads < PORT_READS && arm_port_read(w, wp))
+			;
+	}
 }
 
 static unsigned int reap(struct wg_worker *w)
@@ -677,7 +1007,7 @@ static void drain(struct wg_worker *w)
 	for (unsigned int i = 0; i < w->n_pending; i++)
 		pkt_put(w, w->pending[i]);
 	w->n_pending = 0;
-	if (w->vnet) {
+	{
 		struct tun_gro_out out[TUN_GRO_MAX_ITEMS];
 		int n = tun_gro_finish(&w->gro, out, TUN_GRO_MAX_ITEMS);
 
@@ -688,7 +1018,7 @@ static void drain(struct wg_worker *w)
 		pkt_put(w, w->gro_spare);
 	w->gro_spare = NULL;
 	if (sqe) {
-		io_uring_prep_cancel(sqe, NULL, IORING_ASYNC_CANCEL_ANY);
+		io_uring_prep_cancel(sqe, NULL, IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL);
 		io_uring_sqe_set_data(sqe, NULL);
 	}
 	io_uring_submit(&w->ring);
@@ -702,6 +1032,10 @@ static void drain(struct wg_worker *w)
 				send_done(w, op, 0);
 			else if (op && op->pkt)
 				pkt_put(w, op->pkt);
+			if (op && op->wport) {
+				op->wport->inflight--;
+				wport_release(w, op->wport);
+			}
 			if (op)
 				op_put(w, op);
 			io_uring_cqe_seen(&w->ring, cqe);
@@ -722,7 +1056,8 @@ static void trim(struct wg_worker *w)
 	for (unsigned int i = 0; i < w->ops_carved; i++) {
 		struct op *op = &w->ops[i];
 
-		if (op->in_use && (op->type == OP_TUN_READ || op->type == OP_UDP_RECV) &&
+		if (op->in_use &&
+		    (op->type == OP_TUN_READ || op->type == OP_UDP_RECV || op->type == OP_PORT_READ) &&
 		    op->pkt->pool_id == POOL_BIG)
 			madvise((uint8_t *)op->pkt + page, w->big.slot - page, MADV_DONTNEED);
 	}
@@ -764,14 +1099,22 @@ static void *worker_thread(void *arg)
 		}
 		w->trimmed = false;
 		pthread_rwlock_rdlock(&dev->lock);
+		if (w->ports_gen != atomic_load(&dev->ports_gen))
+			follow_ports(w);
 		while (reap(w) == REAP_BATCH)
 			;
-		if (w->vnet)
-			gro_flush(w);
+		gro_flush(w);
 		flush_tx(w);
 		pthread_rwlock_unlock(&dev->lock);
 	}
 	drain(w);
+	for (int i = 0; i < PORT_MAX; i++) {
+		if (w->wports[i]) {
+			w->wports[i]->retired = true;
+			wport_release(w, w->wports[i]);
+			w->wports[i] = NULL;
+		}
+	}
 	return NULL;
 }
 

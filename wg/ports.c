@@ -1,0 +1,299 @@
+/* Adding, removing and listing VM ports. The control thread opens a port's
+ * queues before it takes the device lock and publishes the port in one
+ * step under it; workers notice the changed generation at their next batch
+ * and start (or stop) serving the port's queues. */
+#include "wg/ports.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tun/netlink.h"
+#include "tun/tun.h"
+#include "wg/device.h"
+#include "wg/log.h"
+
+void wg_port_get(struct wg_port *port)
+{
+	atomic_fetch_add(&port->refs, 1);
+}
+
+void wg_port_put(struct wg_port *port)
+{
+	if (atomic_fetch_sub(&port->refs, 1) != 1)
+		return;
+	for (int i = 0; i < port->n_fds; i++)
+		if (port->fds[i] >= 0)
+			close(port->fds[i]);
+	free(port);
+}
+
+void wg_port_ndp_config(const struct port_config *cfg, struct ndp_port_config *ndp)
+{
+	static const uint8_t router_mac[6] = PORT_ROUTER_MAC_DEFAULT;
+	static const uint8_t gateway4[4] = PORT_GATEWAY4_DEFAULT;
+
+	ndp_port_config_init(ndp);
+	memcpy(ndp->router_mac, cfg->has_router_mac ? cfg->router_mac : router_mac, 6);
+	memcpy(ndp->vm_mac, cfg->vm_mac, 6);
+	for (size_t i = 0; i < cfg->n_addrs; i++) {
+		const struct port_addr *a = &cfg->addrs[i];
+
+		if (a->family == AF_INET6 && a->cidr == 128 && ndp->n_vm_ip6 < NDP_MAX_ADDRS)
+			memcpy(ndp->vm_ip6[ndp->n_vm_ip6++], a->addr, 16);
+		else if (a->family == AF_INET && a->cidr == 32 && ndp->n_vm_ip4 < NDP_MAX_ADDRS)
+			memcpy(ndp->vm_ip4[ndp->n_vm_ip4++], a->addr, 4);
+		if (a->family == AF_INET)
+			ndp->has_gateway4 = true;
+	}
+	if (ndp->has_gateway4)
+		memcpy(ndp->gateway4, cfg->has_gateway4 ? cfg->gateway4 : gateway4, 4);
+	ndp->mtu = cfg->mtu ? cfg->mtu : PORT_MTU_DEFAULT;
+	/* Off-link prefixes: the VM sends everything to the router, which is
+	 * what weft wants to see anyway (it answers every NS as a proxy). */
+	for (size_t i = 0; i < cfg->n_prefixes && i < NDP_MAX_PREFIXES; i++) {
+		struct ndp_prefix *p = &ndp->prefixes[ndp->n_prefixes++];
+
+		memcpy(p->prefix, cfg->prefixes[i].addr, 16);
+		p->len = cfg->prefixes[i].len;
+		p->on_link = false;
+		p->autonomous = p->len == 64;
+		p->valid_lifetime_s = NDP_LIFETIME_INFINITE;
+		p->preferred_lifetime_s = NDP_LIFETIME_INFINITE;
+	}
+}
+
+static struct wg_port *port_by_name(struct wg_device *dev, const char *name)
+{
+	for (int i = 0; i < PORT_MAX; i++)
+		if (dev->ports[i] && !strcmp(dev->ports[i]->cfg.name, name))
+			return dev->ports[i];
+	return NULL;
+}
+
+/* Another port registered one of cfg's prefixes already. */
+static bool addresses_taken(struct wg_device *dev, const struct port_config *cfg)
+{
+	for (int i = 0; i < PORT_MAX; i++) {
+		const struct wg_port *other = dev->ports[i];
+
+		for (size_t j = 0; other && j < other->cfg.n_addrs; j++)
+			for (size_t k = 0; k < cfg->n_addrs; k++)
+				if (other->cfg.addrs[j].family == cfg->addrs[k].family &&
+				    other->cfg.addrs[j].cidr == cfg->addrs[k].cidr &&
+				    !memcmp(other->cfg.addrs[j].addr, cfg->addrs[k].addr, 16))
+					return true;
+	}
+	return false;
+}
+
+static int open_queues(struct wg_device *dev, struct wg_port *port)
+{
+	int err;
+
+	switch (port->cfg.type) {
+	case PORT_TAP:
+		err = tun_open_tap(port->cfg.name, port->fds, dev->n_workers);
+		if (err)
+			return err;
+		port->n_fds = dev->n_workers;
+		err = tun_link_set_mtu(port->cfg.name, port->cfg.mtu);
+		if (!err)
+			err = tun_link_set_up(port->cfg.name, true);
+		return err;
+	case PORT_VHOST_USER:
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+static struct wg_port *port_new(struct wg_device *dev, const struct port_config *cfg, int *err)
+{
+	struct wg_port *port = calloc(1, sizeof(*port));
+
+	*err = -ENOMEM;
+	if (!port)
+		return NULL;
+	port->hop.kind = RT_HOP_PORT;
+	port->cfg = *cfg;
+	if (!port->cfg.mtu)
+		port->cfg.mtu = PORT_MTU_DEFAULT;
+	wg_port_ndp_config(&port->cfg, &port->ndp);
+	memcpy(port->cfg.router_mac, port->ndp.router_mac, 6);
+	port->cfg.has_router_mac = true;
+	if (port->ndp.has_gateway4) {
+		memcpy(port->cfg.gateway4, port->ndp.gateway4, 4);
+		port->cfg.has_gateway4 = true;
+	}
+	for (int i = 0; i < WG_MAX_WORKERS; i++)
+		port->fds[i] = -1;
+	atomic_init(&port->refs, 1);
+	if (ndp_port_config_check(&port->ndp)) {
+		*err = -EINVAL;
+		goto fail;
+	}
+	*err = open_queues(dev, port);
+	if (*err)
+		goto fail;
+	return port;
+fail:
+	wg_port_put(port);
+	return NULL;
+}
+
+/* With the write lock: the port's prefixes into the forwarding table, the
+ * port into a free slot. */
+static int publish(struct wg_device *dev, struct wg_port *port)
+{
+	int slot = -1, err = 0;
+	size_t i;
+
+	if (port_by_name(dev, port->cfg.name) || addresses_taken(dev, &port->cfg))
+		return -EEXIST;
+	for (int s = 0; s < PORT_MAX && slot < 0; s++)
+		if (!dev->ports[s])
+			slot = s;
+	if (slot < 0)
+		return -ENOSPC;
+	for (i = 0; i < port->cfg.n_addrs && !err; i++) {
+		const struct port_addr *a = &port->cfg.addrs[i];
+
+		err = rt_insert(dev->allowed_ips, a->family, a->addr, a->cidr, &port->hop);
+	}
+	if (err) {
+		rt_remove_value(dev->allowed_ips, &port->hop);
+		return err;
+	}
+	port->slot = slot;
+	port->seq = dev->port_seq++;
+	dev->ports[slot] = port;
+	atomic_fetch_add(&dev->ports_gen, 1);
+	return 0;
+}
+
+int wg_device_port_add(struct wg_device *dev, const struct port_config *cfg)
+{
+	const char *why = NULL;
+	struct wg_port *port;
+	int err;
+
+	if (port_config_check(cfg, &why)) {
+		log_error("port %s: %s", cfg->name, why ? why : "invalid configuration");
+		return -EINVAL;
+	}
+	/* Cheap checks first, so a duplicate never touches the netdevs. */
+	pthread_rwlock_rdlock(&dev->lock);
+	err = port_by_name(dev, cfg->name) || addresses_taken(dev, cfg) ? -EEXIST : 0;
+	pthread_rwlock_unlock(&dev->lock);
+	if (err)
+		return err;
+	port = port_new(dev, cfg, &err);
+	if (!port) {
+		log_error("port %s: cannot open: %s", cfg->name, strerror(-err));
+		return err;
+	}
+	pthread_rwlock_wrlock(&dev->lock);
+	err = publish(dev, port);
+	pthread_rwlock_unlock(&dev->lock);
+	if (err) {
+		wg_port_put(port);
+		return err;
+	}
+	wg_device_kick_workers(dev);
+	log_info("port %s added", cfg->name);
+	return 0;
+}
+
+int wg_device_port_del(struct wg_device *dev, const char *name)
+{
+	struct wg_port *port;
+
+	pthread_rwlock_wrlock(&dev->lock);
+	port = port_by_name(dev, name);
+	if (port) {
+		rt_remove_value(dev->allowed_ips, &port->hop);
+		dev->ports[port->slot] = NULL;
+		atomic_fetch_add(&dev->ports_gen, 1);
+	}
+	pthread_rwlock_unlock(&dev->lock);
+	if (!port)
+		return -ENOENT;
+	wg_device_kick_workers(dev);
+	log_info("port %s removed", name);
+	wg_port_put(port);
+	return 0;
+}
+
+static void fill_info(const struct wg_port *port, struct port_info *info)
+{
+	const struct port_counters *c = &port->counters;
+	const struct ndp_stats *ns = &port->ndp_state.stats;
+
+	memset(info, 0, sizeof(*info));
+	info->cfg = port->cfg;
+	info->connected = true;
+	info->rx_packets = atomic_load(&c->rx_packets);
+	info->rx_bytes = atomic_load(&c->rx_bytes);
+	info->tx_packets = atomic_load(&c->tx_packets);
+	info->tx_bytes = atomic_load(&c->tx_bytes);
+#define PORT_DROP_COPY(name, text) info->drop_##name = atomic_load(&c->drop_##name);
+	PORT_DROP_REASONS(PORT_DROP_COPY)
+#undef PORT_DROP_COPY
+	info->ndp_replies = atomic_load(&ns->verdicts[NDP_REPLY]);
+	for (int v = 0; v < NDP_VERDICT_COUNT; v++)
+		if (ndp_verdict_is_drop((enum ndp_verdict)v))
+			info->ndp_drops += atomic_load(&ns->verdicts[v]);
+}
+
+int wg_device_port_list(struct wg_device *dev, struct port_info **out, size_t *n)
+{
+	struct port_info *info;
+	uint64_t *seq;
+	size_t count = 0;
+
+	pthread_rwlock_rdlock(&dev->lock);
+	info = calloc(PORT_MAX, sizeof(*info));
+	seq = calloc(PORT_MAX, sizeof(*seq));
+	if (!info || !seq) {
+		pthread_rwlock_unlock(&dev->lock);
+		free(info);
+		free(seq);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < PORT_MAX; i++) {
+		if (!dev->ports[i])
+			continue;
+		fill_info(dev->ports[i], &info[count]);
+		seq[count++] = dev->ports[i]->seq;
+	}
+	pthread_rwlock_unlock(&dev->lock);
+	/* Creation order: a small insertion sort keyed by seq. */
+	for (size_t i = 1; i < count; i++) {
+		for (size_t j = i; j > 0 && seq[j - 1] > seq[j]; j--) {
+			struct port_info t = info[j];
+			uint64_t s = seq[j];
+
+			info[j] = info[j - 1];
+			seq[j] = seq[j - 1];
+			info[j - 1] = t;
+			seq[j - 1] = s;
+		}
+	}
+	free(seq);
+	*out = info;
+	*n = count;
+	return 0;
+}
+
+void wg_ports_clear(struct wg_device *dev)
+{
+	for (int i = 0; i < PORT_MAX; i++) {
+		if (!dev->ports[i])
+			continue;
+		rt_remove_value(dev->allowed_ips, &dev->ports[i]->hop);
+		wg_port_put(dev->ports[i]);
+		dev->ports[i] = NULL;
+	}
+}

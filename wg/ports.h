@@ -1,0 +1,50 @@
+/* The device's VM ports at run time (the configuration is in tun/port.h).
+ *
+ * A port sits in the device's slot table and in the forwarding table (its
+ * registered addresses), both changed under the device's write lock, and is
+ * reference counted: the device holds one reference, and every worker that
+ * serves one of its queues holds one until its last I/O on the port is
+ * done, so a port removed while frames are in flight goes away only after
+ * them. */
+#ifndef WEFT_WG_PORTS_H
+#define WEFT_WG_PORTS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "ndp/ndp.h"
+#include "router/hop.h"
+#include "tun/port.h"
+#include "wg/socket.h"
+
+struct wg_device;
+
+struct wg_port {
+	struct rt_hop hop;               /* first: the forwarding table's value */
+	struct port_config cfg;          /* with defaults filled in; immutable */
+	struct ndp_port_config ndp;      /* derived from cfg; immutable */
+	struct ndp_port_state ndp_state;
+	struct port_counters counters;
+	int fds[WG_MAX_WORKERS];         /* tap: one queue per worker */
+	int n_fds;
+	int slot;                        /* index in the device's ports[] */
+	uint64_t seq;                    /* creation order */
+	_Atomic int refs;
+};
+
+static inline struct wg_port *wg_port_from_hop(struct rt_hop *hop)
+{
+	return (struct wg_port *)hop;
+}
+
+void wg_port_get(struct wg_port *port);
+/* Drops a reference; the last one closes the port's fds and frees it. */
+void wg_port_put(struct wg_port *port);
+
+/* The NDP/ARP responder's view of a port configuration (defaults filled). */
+void wg_port_ndp_config(const struct port_config *cfg, struct ndp_port_config *ndp);
+
+/* With the write lock held, at device teardown (workers stopped). */
+void wg_ports_clear(struct wg_device *dev);
+
+#endif
