@@ -300,11 +300,9 @@ static enum ndp_verdict handle_rs(struct nd_msg *m)
 }
 
 /* An NA from the router for target, with the router MAC as the target
- * link-layer address (RFC 4861 §7.2.4). Its source is always the router's
- * link-local address: an address of the sending interface (§4.4), also
- * when the NA is a proxy's. */
-static enum ndp_verdict send_na(struct nd_msg *m, const uint8_t *dst, const uint8_t *target,
-				uint8_t flags)
+ * link-layer address (RFC 4861 §7.2.4), from src. */
+static enum ndp_verdict send_na(struct nd_msg *m, const uint8_t *src, const uint8_t *dst,
+				const uint8_t *target, uint8_t flags)
 {
 	size_t icmp_len = sizeof(struct ndp_ns_na) + sizeof(struct ndp_opt_lladdr);
 	size_t len = NDP_ETH_HLEN + NDP_IP6_HLEN + icmp_len;
@@ -314,7 +312,7 @@ static enum ndp_verdict send_na(struct nd_msg *m, const uint8_t *dst, const uint
 
 	if (m->reply_cap < len)
 		return NDP_DROP_NO_ROOM;
-	p = put_headers(m->cfg, m->reply, m->router_ll, dst, icmp_len);
+	p = put_headers(m->cfg, m->reply, src, dst, icmp_len);
 	memset(p, 0, icmp_len);
 	na = (struct ndp_ns_na *)p;
 	na->hdr.type = NDP_ICMP6_NA;
@@ -360,7 +358,8 @@ static enum ndp_verdict handle_ns(struct nd_msg *m)
 			ndp_stat_inc(stats, ns_dad);
 			return NDP_CONSUMED;
 		}
-		v = send_na(m, all_nodes, ns->target, NDP_NA_F_ROUTER | NDP_NA_F_OVERRIDE);
+		v = send_na(m, m->router_ll, all_nodes, ns->target,
+			    NDP_NA_F_ROUTER | NDP_NA_F_OVERRIDE);
 		if (v == NDP_REPLY)
 			ndp_stat_inc(stats, tx_na_defend);
 		return v;
@@ -370,7 +369,7 @@ static enum ndp_verdict handle_ns(struct nd_msg *m)
 		return NDP_CONSUMED;
 	}
 	if (ndp_ip6_eq(ns->target, m->router_ll)) {
-		v = send_na(m, src, ns->target,
+		v = send_na(m, m->router_ll, src, ns->target,
 			    NDP_NA_F_ROUTER | NDP_NA_F_SOLICITED | NDP_NA_F_OVERRIDE);
 		if (v == NDP_REPLY)
 			ndp_stat_inc(stats, tx_na_router);
@@ -384,8 +383,11 @@ static enum ndp_verdict handle_ns(struct nd_msg *m)
 		return NDP_CONSUMED;
 	}
 	/* Off-port: the router proxies (§7.2.8), with O=0 as §7.2.4 asks of
-	 * a proxy. No random delay: no real owner is on the link to win. */
-	v = send_na(m, src, ns->target, NDP_NA_F_ROUTER | NDP_NA_F_SOLICITED);
+	 * a proxy. No random delay: no real owner is on the link to win. The
+	 * NA comes from the target itself, as an anycast answer does (Linux
+	 * ndisc_send_na): resolvers such as ndisc6 take an answer only from
+	 * the address they asked for. */
+	v = send_na(m, ns->target, src, ns->target, NDP_NA_F_ROUTER | NDP_NA_F_SOLICITED);
 	if (v == NDP_REPLY)
 		ndp_stat_inc(stats, tx_na_proxy);
 	return v;

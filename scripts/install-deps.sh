@@ -10,7 +10,7 @@ PACKAGES=(
 	libsodium-dev liburing-dev libnl-3-dev libnl-route-3-dev libmnl-dev
 	libbpf-dev libssl-dev
 	# integration tests and demo
-	wireguard-tools wireguard-go iperf3 iproute2 iputils-ping tcpdump socat
+	wireguard-tools wireguard-go iperf3 iproute2 iputils-ping tcpdump socat ndisc6
 	ethtool procps coreutils nftables python3
 	# bench
 	gnuplot-nox jq

@@ -670,3 +670,29 @@ udp_drained() {
 responsive() {
 	ip netns exec "$1" timeout 2 wg show "$2" >/dev/null 2>&1
 }
+
+# --- the weft CLI -------------------------------------------------------------
+
+# need_weft: sets WEFT_BIN to the weft CLI ($WEFT from CMake, next to weftd's
+# build, or on PATH) or skips.
+need_weft() {
+	local c
+	for c in "${WEFT:-}" "${WEFTD:+$(dirname "$WEFTD")/../cli/weft}" "$(command -v weft || true)"; do
+		if [[ -n $c && -x $c ]]; then
+			WEFT_BIN=$c
+			return 0
+		fi
+	done
+	skip "weft (cli/) not built; set WEFT=path"
+}
+
+# weft -i IFNAME ARGS...: runs the CLI; stdout in $OUT, stderr in $ERR, exit
+# status in $RC; returns that status.
+weft() {
+	RC=0
+	"$WEFT_BIN" "$@" >"$WORK/weft.out" 2>"$WORK/weft.err" || RC=$?
+	OUT=$(cat "$WORK/weft.out")
+	ERR=$(cat "$WORK/weft.err")
+	log "weft $* -> $RC${ERR:+ ($ERR)}"
+	return "$RC"
+}

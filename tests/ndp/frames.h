@@ -278,10 +278,10 @@ static inline void test_config(struct ndp_port_config *cfg)
 	CHECK(ndp_port_config_check(cfg) == 0);
 }
 
-/* Checks the Ethernet and IPv6 headers of an ND reply and its checksum;
- * returns the ICMPv6 message and its length. */
-static inline const uint8_t *check_nd_reply(const uint8_t *r, size_t len, const uint8_t *dst,
-					    size_t *icmp_len)
+/* Checks the Ethernet and IPv6 headers of an ND reply from src to dst and
+ * its checksum; returns the ICMPv6 message and its length. */
+static inline const uint8_t *check_nd_reply(const uint8_t *r, size_t len, const uint8_t *src,
+					    const uint8_t *dst, size_t *icmp_len)
 {
 	CHECK(len >= F_ICMP + 8);
 	CHECK(!memcmp(r, VM_MAC, 6));
@@ -291,7 +291,7 @@ static inline const uint8_t *check_nd_reply(const uint8_t *r, size_t len, const 
 	CHECK(get16(r + 18) == len - F_ICMP);
 	CHECK(r[20] == 58);
 	CHECK(r[21] == 255);
-	CHECK(!memcmp(r + 22, ROUTER_LL, 16));
+	CHECK(!memcmp(r + 22, src, 16));
 	CHECK(!memcmp(r + 38, dst, 16));
 	CHECK(ref_icmp6_csum(r + 22, r + 38, r + F_ICMP, len - F_ICMP) == 0);
 	CHECK(r[F_ICMP + 1] == 0);

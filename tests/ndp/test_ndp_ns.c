@@ -28,11 +28,13 @@ static enum ndp_verdict run(const struct nd *m)
 }
 
 /* The NA in reply: to dst, for target, with exactly flags, and the router
- * MAC as its only option. */
+ * MAC as its only option; from the router's address when it is the target,
+ * else (a proxy's answer) from the target itself. */
 static void check_na(const uint8_t *dst, const uint8_t *target, uint8_t flags)
 {
+	const uint8_t *src = memcmp(target, ROUTER_LL, 16) ? target : ROUTER_LL;
 	size_t n;
-	const uint8_t *na = check_nd_reply(reply, reply_len, dst, &n);
+	const uint8_t *na = check_nd_reply(reply, reply_len, src, dst, &n);
 	static const uint8_t zero3[3];
 
 	CHECK(n == 32);

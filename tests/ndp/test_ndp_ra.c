@@ -24,7 +24,7 @@ static enum ndp_verdict rs(const struct ndp_port_config *c, struct ndp_port_stat
 static void check_ra(const struct ndp_port_config *c, const uint8_t *dst)
 {
 	size_t n, off = 16;
-	const uint8_t *ra = check_nd_reply(reply, reply_len, dst, &n);
+	const uint8_t *ra = check_nd_reply(reply, reply_len, ROUTER_LL, dst, &n);
 
 	CHECK(ra[0] == 134);
 	CHECK(ra[4] == c->hop_limit);
