@@ -22,6 +22,7 @@
 
 #include "crypto/aead.h"
 #include "daemon/caps.h"
+#include "daemon/control.h"
 #include "daemon/notify.h"
 #include "tun/netlink.h"
 #include "tun/offload.h"
@@ -65,6 +66,7 @@ static const struct wg_uapi_ops uapi_ops = {
 	.set = uapi_set,
 	.stats = uapi_stats,
 	.gone = request_stop,
+	.command = control_command,
 };
 
 /* WEFT_WORKERS (default: one per online CPU) and WEFT_CPUS ("0,1,...":

@@ -11,9 +11,12 @@
 #include <unistd.h>
 
 #include "tun/netlink.h"
+#include "tun/offload.h"
 #include "tun/tun.h"
 #include "wg/device.h"
 #include "wg/log.h"
+
+enum { PORT_RELEASE_WAIT_MS = 5000 };
 
 void wg_port_get(struct wg_port *port)
 {
@@ -89,6 +92,26 @@ static bool addresses_taken(struct wg_device *dev, const struct port_config *cfg
 	return false;
 }
 
+/* Lets the VM's kernel hand over TCP super-packets and leave checksums to
+ * us, as it would to a virtio-net NIC (WEFT_TAP_OFFLOAD=0: off). */
+static bool tap_offload(struct wg_port *port)
+{
+	const char *env = getenv("WEFT_TAP_OFFLOAD");
+	int err = 0;
+
+	if (env && !strcmp(env, "0"))
+		return false;
+	for (int i = 0; i < port->n_fds && !err; i++)
+		err = tun_set_offload(port->fds[i], TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6);
+	if (err) {
+		log_info("port %s: no TSO on the tap (%s): one packet per frame", port->cfg.name,
+			 strerror(-err));
+		for (int i = 0; i < port->n_fds; i++)
+			tun_set_offload(port->fds[i], 0);
+	}
+	return !err;
+}
+
 static int open_queues(struct wg_device *dev, struct wg_port *port)
 {
 	int err;
@@ -99,6 +122,7 @@ static int open_queues(struct wg_device *dev, struct wg_port *port)
 		if (err)
 			return err;
 		port->n_fds = dev->n_workers;
+		port->offload = tap_offload(port);
 		err = tun_link_set_mtu(port->cfg.name, port->cfg.mtu);
 		if (!err)
 			err = tun_link_set_up(port->cfg.name, true);
@@ -206,6 +230,21 @@ int wg_device_port_add(struct wg_device *dev, const struct port_config *cfg)
 	return 0;
 }
 
+/* Removal completes once every worker has let go of the port (its reads
+ * cancelled), so that the tap netdev is gone when port del returns and its
+ * name can be taken again at once. Bounded: a wedged worker costs a log
+ * line, not a hung control socket. */
+static void wait_workers_gone(struct wg_port *port)
+{
+	for (int ms = 0; atomic_load(&port->refs) > 1; ms++) {
+		if (ms == PORT_RELEASE_WAIT_MS) {
+			log_error("port %s: workers still hold it after %d ms", port->cfg.name, ms);
+			return;
+		}
+		usleep(1000);
+	}
+}
+
 int wg_device_port_del(struct wg_device *dev, const char *name)
 {
 	struct wg_port *port;
@@ -221,6 +260,7 @@ int wg_device_port_del(struct wg_device *dev, const char *name)
 	if (!port)
 		return -ENOENT;
 	wg_device_kick_workers(dev);
+	wait_workers_gone(port);
 	log_info("port %s removed", name);
 	wg_port_put(port);
 	return 0;

@@ -10,6 +10,7 @@
 #define WEFT_WG_PORTS_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "ndp/ndp.h"
@@ -27,6 +28,7 @@ struct wg_port {
 	struct port_counters counters;
 	int fds[WG_MAX_WORKERS];         /* tap: one queue per worker */
 	int n_fds;
+	bool offload;                    /* tap: TSO and checksum offload on */
 	int slot;                        /* index in the device's ports[] */
 	uint64_t seq;                    /* creation order */
 	_Atomic int refs;

@@ -930,14 +930,110 @@ out:
 	return ret;
 }
 
+/* "weft=VERB\n": the verb as a C string, when it is one (a-z, 0-9, '-'). */
+static bool command_verb(const char *line, size_t n, char verb[WG_UAPI_MAX_VERB + 1])
+{
+	static const size_t plen = sizeof("weft=") - 1;
+	size_t vn, i;
+
+	if (n < plen + 2 || memcmp(line, "weft=", plen) || line[n - 1] != '\n')
+		return false;
+	vn = n - plen - 1;
+	if (vn > WG_UAPI_MAX_VERB)
+		return false;
+	for (i = 0; i < vn; i++) {
+		char ch = line[plen + i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-'))
+			return false;
+		verb[i] = ch;
+	}
+	verb[vn] = '\0';
+	return true;
+}
+
+/* weft's own requests: collected like a set, handed whole to ops->command,
+ * answered with its reply lines and a positive errno, as a get is. */
+static int serve_command(struct wg_uapi_server *s, struct conn *c)
+{
+	char verb[WG_UAPI_MAX_VERB + 1], *reply = NULL;
+	const char *nl = memchr(c->line, '\n', sizeof(c->line));
+	struct text body = { 0 };
+	size_t reply_len = 0;
+	bool eof = false;
+	int n, ret;
+
+	/* serve_connection matched the line, so it is a verb and nl is its end. */
+	if (!nl || !command_verb(c->line, (size_t)(nl - c->line) + 1, verb))
+		return -1;
+	for (;;) {
+		n = conn_read_line(c);
+		if (n == 0) {
+			eof = true;
+			break;
+		}
+		if (n == -EIO) {
+			ret = -1;
+			goto out;
+		}
+		if (n < 0 || body.len + (size_t)n > WG_UAPI_MAX_COMMAND) {
+			log_error("weft=%s: request too large", verb);
+			send_errno(c->fd, E2BIG);
+			ret = -1;
+			goto out;
+		}
+		if ((n == 1 && c->line[0] == '\n') || (n == 2 && !memcmp(c->line, "\r\n", 2)))
+			break;
+		text_add(&body, c->line, (size_t)n);
+	}
+	/* NUL-terminated for the handler's convenience, not counted. */
+	text_add(&body, "", 1);
+	if (body.oom) {
+		send_errno(c->fd, ENOMEM);
+		ret = -1;
+		goto out;
+	}
+	pthread_rwlock_wrlock(&s->ipc_lock);
+	ret = s->ops->command(s->ctx, verb, body.p, body.len - 1, &reply, &reply_len);
+	pthread_rwlock_unlock(&s->ipc_lock);
+	ret = ret < 0 ? -ret : ret;
+	n = 0;
+	if (reply && reply_len) {
+		n = send_all(c->fd, reply, reply_len);
+		if (!n && reply[reply_len - 1] != '\n')
+			n = send_all(c->fd, "\n", 1);
+	}
+	free(reply);
+	if (!n)
+		n = send_errno(c->fd, ret);
+	ret = n || eof ? -1 : 0;
+out:
+	text_free(&body);
+	return ret;
+}
+
+/* Operations are whole lines, but for weft's requests, which share a prefix. */
 static const struct uapi_op {
 	const char *line;
 	int (*serve)(struct wg_uapi_server *s, struct conn *c);
+	bool prefix;
 } uapi_ops[] = {
-	{ "get=1\n", serve_get },
-	{ "set=1\n", serve_set },
-	{ "stats=1\n", serve_stats },
+	{ "get=1\n", serve_get, false },
+	{ "set=1\n", serve_set, false },
+	{ "stats=1\n", serve_stats, false },
+	{ "weft=", serve_command, true },
 };
+
+static bool op_matches(const struct wg_uapi_server *s, const struct uapi_op *op, const char *line,
+		       size_t n)
+{
+	char verb[WG_UAPI_MAX_VERB + 1];
+
+	/* The one prefix is "weft=", served only when the daemon has commands. */
+	if (op->prefix)
+		return s->ops->command && command_verb(line, n, verb);
+	return n == strlen(op->line) && !memcmp(line, op->line, n);
+}
 
 static void serve_connection(struct wg_uapi_server *s, struct conn *c)
 {
@@ -951,8 +1047,7 @@ static void serve_connection(struct wg_uapi_server *s, struct conn *c)
 			return;
 		op = NULL;
 		for (i = 0; n > 0 && i < sizeof(uapi_ops) / sizeof(uapi_ops[0]); i++)
-			if ((size_t)n == strlen(uapi_ops[i].line) &&
-			    !memcmp(c->line, uapi_ops[i].line, (size_t)n))
+			if (op_matches(s, &uapi_ops[i], c->line, (size_t)n))
 				op = &uapi_ops[i];
 		if (!op) {
 			/* A line cut by EOF is no request at all. */

@@ -18,6 +18,8 @@ enum {
 	WG_UAPI_MAX_CLIENTS = 64,
 	/* A connection idle this long mid-request (or between requests) is closed. */
 	WG_UAPI_IDLE_TIMEOUT_SEC = 10,              /* connections served at once; more wait */
+	WG_UAPI_MAX_VERB = 32,                 /* bytes of VERB in "weft=VERB" */
+	WG_UAPI_MAX_COMMAND = 64 * 1024,       /* bytes of a weft request's body */
 };
 
 struct wg_uapi_ops {
@@ -36,6 +38,14 @@ struct wg_uapi_ops {
 	/* Called (from the server thread) once the socket file was removed. Must not call
 	 * wg_uapi_server_stop: signal the thread that owns the server instead. */
 	void (*gone)(void *ctx);
+	/* weft's own requests (docs/cli.md): "weft=VERB\n" (VERB: 1 to WG_UAPI_MAX_VERB of a-z, 0-9,
+	 * '-'), then key=value lines up to an empty line, as set=1. body holds those lines, each with
+	 * its '\n', NUL-terminated at body[len]. *reply, when set, is malloc'd "key=value\n" lines
+	 * (freed by the server) sent before "errno=N\n\n" even on failure (a message= line says why);
+	 * N is the positive errno of the return value (0 or -errno). Runs alone, like set. Optional:
+	 * without it, weft requests are refused as unknown operations. */
+	int (*command)(void *ctx, const char *verb, const char *body, size_t len, char **reply,
+		       size_t *reply_len);
 };
 
 /* Parses the body of a set request (the lines after "set=1\n", without the final empty line).

@@ -51,6 +51,7 @@ enum {
 	SEGS_PER_READ = 48,    /* with TSO a read may become this many packets */
 	UDP_RECVS = 16,        /* per socket */
 	PORT_READS = 8,        /* per port queue */
+	PORT_READS_TSO = 4,    /* the same, of 64 KiB buffers */
 	N_OPS = 640,
 	N_BATCHES = 256,
 	MAX_SEGS = 64,         /* datagrams per GSO send (kernel allows 128) */
@@ -550,7 +551,8 @@ static void follow_ports(struct wg_worker *w)
 static bool arm_port_read(struct wg_worker *w, struct wport *wp)
 {
 	struct io_uring_sqe *sqe;
-	struct wg_pkt *p = pkt_get_for(w, wp->port->cfg.mtu);
+	/* With TSO a frame may be a 64 KiB super-packet. */
+	struct wg_pkt *p = wp->port->offload ? pkt_get(w) : pkt_get_for(w, wp->port->cfg.mtu);
 	struct op *op = p ? prepare(w, OP_PORT_READ, &sqe) : NULL;
 
 	if (!op) {
@@ -701,24 +703,97 @@ static bool port_neighbour(struct wg_worker *w, struct wport *wp, const uint8_t 
 	return v != NDP_NOT_NDP;
 }
 
+static unsigned int split_super(struct wg_worker *w, struct wg_pkt *p,
+				const struct tun_offload_info *info, enum port_drop *why);
+
+/* A VM's super-packet (TSO) or checksum-offloaded packet, checked, at the
+ * payload of p, with info from its virtio-net header (offsets from the IP
+ * header): another VM and the host's vnet TUN take it whole, a peer gets
+ * it split. Consumes p. */
+static void route_offloaded(struct wg_worker *w, struct wport *in, struct wg_pkt *p,
+			    const struct frame_ip *ip, const struct tun_offload_info *info,
+			    const struct tun_vnet_hdr *vnet)
+{
+	struct rt_hop *hop = rt_lookup(w->dev->allowed_ips, ip->family, ip->dst);
+	uint8_t *pkt = wg_pkt_payload(p);
+	enum port_drop why;
+	unsigned int n;
+
+	if (hop && hop->kind == RT_HOP_PORT) {
+		port_output(w, wg_port_from_hop(hop), p, pkt, p->len, vnet);
+	} else if (!hop && w->vnet) {
+		memcpy(pkt - TUN_VNET_HDR_LEN, vnet, TUN_VNET_HDR_LEN);
+		tun_write(w, p, pkt - TUN_VNET_HDR_LEN, p->len + TUN_VNET_HDR_LEN);
+	} else {
+		n = split_super(w, p, info, &why);
+		if (!n) {
+			port_count_drop(&in->port->counters, why);
+			return;
+		}
+		if (hop) {
+			wg_send_to_peer(w->dev, wg_peer_from_hop(hop), w->seg_pkts, n, &w->tx);
+			return;
+		}
+		for (unsigned int i = 0; i < n; i++) {
+			host_output(w, w->seg_pkts[i], wg_pkt_payload(w->seg_pkts[i]),
+				    w->seg_pkts[i]->len);
+			pkt_put(w, w->seg_pkts[i]);
+		}
+		return;
+	}
+	pkt_put(w, p);
+}
+
+/* Parses an offloaded frame's virtio-net header, with its offsets moved
+ * from the frame's start to the IP header's. 0 or -errno. */
+static int parse_offload(uint8_t *frame, uint32_t len, struct tun_vnet_hdr *vnet,
+			 struct tun_offload_info *info)
+{
+	memcpy(vnet, frame - PORT_VNET_LEN, sizeof(*vnet));
+	if (vnet->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) {
+		if (vnet->csum_start < FRAME_ETH_HLEN)
+			return -EINVAL;
+		vnet->csum_start = (uint16_t)(vnet->csum_start - FRAME_ETH_HLEN);
+	}
+	vnet->hdr_len = vnet->hdr_len > FRAME_ETH_HLEN ? (uint16_t)(vnet->hdr_len - FRAME_ETH_HLEN) : 0;
+	return tun_offload_parse_hdr(vnet, frame + FRAME_ETH_HLEN, len - FRAME_ETH_HLEN, info);
+}
+
 /* A frame read from a VM's queue, behind its virtio-net header, with its IP
  * packet (if any) at the payload of p. Consumes p. */
 static void port_received(struct wg_worker *w, struct wport *wp, struct wg_pkt *p, uint32_t res)
 {
 	struct port_counters *c = &wp->port->counters;
 	uint8_t *frame = wg_pkt_payload(p) - FRAME_ETH_HLEN;
-	const struct tun_vnet_hdr *vnet = (const void *)(frame - PORT_VNET_LEN);
+	const struct tun_vnet_hdr *raw = (const void *)(frame - PORT_VNET_LEN);
 	uint32_t len = res - PORT_VNET_LEN;
+	bool offloaded = res > PORT_VNET_LEN && (raw->gso_type != VIRTIO_NET_HDR_GSO_NONE ||
+						  raw->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM);
 	enum frame_verdict v = FRAME_DROP;
 	enum port_drop why = PORT_DROP_malformed;
+	struct tun_offload_info info;
+	struct tun_vnet_hdr vnet;
 	struct frame_ip ip;
 
 	port_count(c, rx_packets, 1);
 	port_count(c, rx_bytes, res > PORT_VNET_LEN ? len : 0);
-	/* No offloads were offered to the tap: every frame is one whole packet. */
-	if (res > PORT_VNET_LEN && vnet->gso_type == VIRTIO_NET_HDR_GSO_NONE)
+	if (res > PORT_L2_LEN)
 		v = frame_classify(&wp->port->cfg, frame, len, &why);
-	if (v == FRAME_NEIGHBOUR && port_neighbour(w, wp, frame, len)) {
+	if (v != FRAME_DROP && offloaded) {
+		if (parse_offload(frame, len, &vnet, &info)) {
+			v = FRAME_DROP;
+			why = PORT_DROP_malformed;
+		} else if (info.kind == TUN_OFFLOAD_CSUM) {
+			/* One packet: finish its checksum here and carry on as
+			 * if the VM had done it. */
+			struct tun_offload_seg seg = { .buf = p->data, .cap = p->cap - WG_PKT_TAILROOM };
+
+			if (tun_offload_split(&info, &seg, 1, p->off) < 0)
+				v = FRAME_DROP;
+			offloaded = false;
+		}
+	}
+	if (v == FRAME_NEIGHBOUR && !offloaded && port_neighbour(w, wp, frame, len)) {
 		pkt_put(w, p);
 		return;
 	}
@@ -730,7 +805,10 @@ static void port_received(struct wg_worker *w, struct wport *wp, struct wg_pkt *
 		return;
 	}
 	p->len = ip.len;
-	route_from_port(w, p, &ip);
+	if (offloaded)
+		route_offloaded(w, wp, p, &ip, &info, &vnet);
+	else
+		route_from_port(w, p, &ip);
 }
 
 /* Writes this batch's coalesced TCP packets to the TUN or their VM. */
@@ -816,45 +894,59 @@ static void udp_received(struct wg_worker *w, struct op *op, uint32_t len)
 	}
 }
 
+/* Splits the parsed super-packet in p (its IP packet at the payload) into
+ * w->seg_pkts[0, n), the first in place, each packet at WG_PKT_FRONT of its
+ * buffer. Returns n, or 0 when it was dropped (p and every segment
+ * released), with *why no_buffer or malformed. */
+static unsigned int split_super(struct wg_worker *w, struct wg_pkt *p,
+				const struct tun_offload_info *info, enum port_drop *why)
+{
+	unsigned int n = info->n_segs, i;
+
+	*why = PORT_DROP_no_buffer;
+	w->seg_pkts[0] = p;
+	w->segs[0] = (struct tun_offload_seg){ .buf = p->data, .cap = p->cap - WG_PKT_TAILROOM };
+	for (i = 1; i < n; i++) {
+		struct wg_pkt *s = pkt_get_for(w, info->max_seg_len);
+
+		if (!s)
+			goto drop;
+		w->seg_pkts[i] = s;
+		w->segs[i] = (struct tun_offload_seg){ .buf = s->data, .cap = s->cap - WG_PKT_TAILROOM };
+	}
+	if (tun_offload_split(info, w->segs, n, WG_PKT_FRONT) < 0) {
+		*why = PORT_DROP_malformed;
+		goto drop;
+	}
+	for (i = 0; i < n; i++)
+		w->seg_pkts[i]->len = w->segs[i].len;
+	return n;
+drop:
+	while (i--)
+		pkt_put(w, w->seg_pkts[i]);
+	return 0;
+}
+
 /* A TUN read with a virtio-net header: finish the checksum or split the
- * super-packet into MTU-sized packets, each sent on its own. */
+ * super-packet into MTU-sized packets, then route them. */
 static void tun_read_vnet(struct wg_worker *w, struct wg_pkt *p, uint32_t res)
 {
 	struct tun_offload_info info;
+	enum port_drop why;
 	unsigned int n;
-	int got;
 
 	if (tun_offload_parse(wg_pkt_payload(p) - TUN_VNET_HDR_LEN, res, &info)) {
 		wg_stat_inc(&w->dev->stats, drop_malformed);
 		pkt_put(w, p);
 		return;
 	}
-	n = info.n_segs;
-	w->seg_pkts[0] = p;
-	w->segs[0] = (struct tun_offload_seg){ .buf = p->data, .cap = p->cap - WG_PKT_TAILROOM };
-	/* Each segment's packet starts at WG_PKT_FRONT, like the input's. */
-	for (unsigned int i = 1; i < n; i++) {
-		struct wg_pkt *s = pkt_get_for(w, info.max_seg_len);
-
-		if (!s) {
-			wg_stat_add(&w->dev->stats, drop_no_buffer, n);
-			for (unsigned int k = 0; k < i; k++)
-				pkt_put(w, w->seg_pkts[k]);
-			return;
-		}
-		w->seg_pkts[i] = s;
-		w->segs[i] = (struct tun_offload_seg){ .buf = s->data, .cap = s->cap - WG_PKT_TAILROOM };
-	}
-	got = tun_offload_split(&info, w->segs, n, WG_PKT_FRONT);
-	if (got < 0) {
+	n = split_super(w, p, &info, &why);
+	if (n)
+		route_from_host(w, w->seg_pkts, n);
+	else if (why == PORT_DROP_no_buffer)
+		wg_stat_add(&w->dev->stats, drop_no_buffer, info.n_segs);
+	else
 		wg_stat_inc(&w->dev->stats, drop_malformed);
-		for (unsigned int k = 0; k < n; k++)
-			pkt_put(w, w->seg_pkts[k]);
-		return;
-	}
-	for (unsigned int i = 0; i < n; i++)
-		w->seg_pkts[i]->len = w->segs[i].len;
-	route_from_host(w, w->seg_pkts, n);
 }
 
 static void send_done(struct wg_worker *w, struct op *op, int res)
@@ -980,7 +1072,8 @@ static void refill(struct wg_worker *w)
 	for (unsigned int i = 0; i < w->n_active; i++) {
 		struct wport *wp = w->active[i];
 
-		while (!wp->dead && wp->reads < PORT_READS && arm_port_read(w, wp))
+		while (!wp->dead && wp->reads < (wp->port->offload ? PORT_READS_TSO : PORT_READS) &&
+		       arm_port_read(w, wp))
 			;
 	}
 }

@@ -99,13 +99,21 @@ grep -q "lladdr $ROUTER_MAC .*\(REACHABLE\|router\)" <<<"$n6" || fail "vm1 neigh
 out=$(ip netns exec "$VM1_NS" timeout 5 ndisc6 -1 -n fd00:242:1::12 "$VM1_TAP") || fail "ndisc6 got no NA: $out"
 grep -qi "$ROUTER_MAC" <<<"$out" || fail "ndisc6: the NA does not carry $ROUTER_MAC: $out"
 
-step "iperf3 from vm1 to vm3 across the tunnel"
-bg ip netns exec "$VM3_NS" iperf3 -s -1 -B 10.242.2.13
-wait_for 5 ip netns exec "$VM3_NS" ss -ltn "sport = :5201" || fail "iperf3 server did not start"
-sleep 0.3
-ip netns exec "$VM1_NS" timeout 20 iperf3 -c 10.242.2.13 -t 3 -J >"$WORK/iperf.json" || fail "iperf3 failed"
-gbps=$(jq '.end.sum_received.bits_per_second / 1e9' "$WORK/iperf.json")
-log "vm1 -> vm3: $gbps Gbit/s"
+# iperf VM_FROM VM_TO ADDR: a 3 s TCP transfer must complete.
+iperf() {
+	local from=VM$1_NS to=VM$2_NS gbps
+	bg ip netns exec "${!to}" iperf3 -s -1 -B "$3"
+	wait_for 5 ip netns exec "${!to}" ss -ltn "sport = :5201" || fail "iperf3 server did not start"
+	ip netns exec "${!from}" timeout 20 iperf3 -c "$3" -t 3 -J >"$WORK/iperf.json" ||
+		fail "iperf3 vm$1 -> vm$2 failed"
+	gbps=$(jq '.end.sum_received.bits_per_second / 1e9' "$WORK/iperf.json")
+	log "vm$1 -> vm$2: $gbps Gbit/s"
+	wait_for 5 sh -c "! ip netns exec ${!to} ss -ltn 'sport = :5201' | grep -q LISTEN"
+}
+step "iperf3 between VMs: on one host, and across the tunnel"
+iperf 1 2 10.242.1.12
+iperf 1 3 10.242.2.13
+iperf 3 1 10.242.1.11
 
 # port_counter IFNAME PORT KEY: one counter of `weft port list --json`.
 port_counter() {

@@ -1,0 +1,17 @@
+/* weft's own control requests, the ones `wg` has no words for: the daemon
+ * side of the `weft` CLI. The UAPI server (wg/uapi.c) hands over each
+ * "weft=VERB" request; this turns it into calls on the device and formats
+ * the reply. The verbs and their keys are in docs/cli.md. */
+#ifndef WEFT_DAEMON_CONTROL_H
+#define WEFT_DAEMON_CONTROL_H
+
+#include <stddef.h>
+
+/* The wg_uapi_ops.command of weftd; ctx is the struct wg_device. Verbs:
+ * port-add (a port_text request body), port-del (name=NAME), port-list (no
+ * keys; replies with port_text_format_info). 0 or -errno; on failure
+ * *reply may hold a "message=WHY\n" line. */
+int control_command(void *ctx, const char *verb, const char *body, size_t len, char **reply,
+		    size_t *reply_len);
+
+#endif

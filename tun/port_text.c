@@ -1,0 +1,1024 @@
+/* The text forms of a VM port: port-add request bodies, port-list replies
+ * and ports files (docs/cli.md), and the plan `weft port load` applies.
+ *
+ * Security model: a request body comes from any program that can open the
+ * root-only control socket, a reply from whatever answers on it, a file
+ * from disk; all three are untrusted. Parsers read exactly [text, text+len),
+ * copy a value only after checking its length, bound every count (keys,
+ * addresses, ports) before it grows anything, and hand back only
+ * configurations port_config_check accepted. One table of keys serves all
+ * three forms, so they cannot drift apart. */
+#include "tun/port_text.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- output buffers ---------------------------------------------------- */
+
+struct buf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+__attribute__((format(printf, 2, 3)))
+static void buf_printf(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	size_t need, cap;
+	char *p;
+	int n;
+
+	if (b->oom)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		b->oom = true;
+		return;
+	}
+	need = b->len + (size_t)n + 1;
+	if (need > b->cap) {
+		cap = b->cap ? b->cap : 512;
+		while (cap < need)
+			cap *= 2;
+		p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	va_start(ap, fmt);
+	vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+/* Hands the text over NUL-terminated, or frees it after a failed allocation. */
+static int buf_finish(struct buf *b, char **out, size_t *len)
+{
+	if (!b->p && !b->oom)
+		buf_printf(b, "%s", "");
+	if (b->oom) {
+		free(b->p);
+		return -ENOMEM;
+	}
+	*out = b->p;
+	*len = b->len;
+	return 0;
+}
+
+/* ---- values ------------------------------------------------------------ */
+
+static bool copy_cstr(char *dst, size_t cap, const char *v, size_t n)
+{
+	if (n >= cap || memchr(v, '\0', n))
+		return false;
+	memcpy(dst, v, n);
+	dst[n] = '\0';
+	return true;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Exactly six pairs of hex digits joined by ':'. */
+static bool parse_mac(const char *v, size_t n, uint8_t mac[6])
+{
+	if (n != 17)
+		return false;
+	for (size_t i = 0; i < 6; i++) {
+		int hi = hexval(v[3 * i]), lo = hexval(v[3 * i + 1]);
+
+		if (hi < 0 || lo < 0 || (i < 5 && v[3 * i + 2] != ':'))
+			return false;
+		mac[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return true;
+}
+
+/* Decimal digits only, no sign, at most max. */
+static bool parse_u64(const char *v, size_t n, uint64_t max, uint64_t *out)
+{
+	uint64_t x = 0;
+
+	if (!n || n > 20)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned int d = (unsigned int)(v[i] - '0');
+
+		if (d > 9 || x > (max - d) / 10)
+			return false;
+		x = x * 10 + d;
+	}
+	*out = x;
+	return true;
+}
+
+static bool parse_ip4(const char *v, size_t n, uint8_t out[4])
+{
+	char s[INET_ADDRSTRLEN];
+
+	return copy_cstr(s, sizeof(s), v, n) && inet_pton(AF_INET, s, out) == 1;
+}
+
+/* "addr" or "addr/len"; IPv6 when it has a ':'. A bare address is a host. */
+static bool parse_cidr(const char *v, size_t n, int *family, uint8_t addr[16], uint8_t *cidr)
+{
+	char s[INET6_ADDRSTRLEN];
+	const char *slash = memchr(v, '/', n);
+	size_t an = slash ? (size_t)(slash - v) : n;
+	unsigned int bits;
+	uint64_t len;
+
+	if (!copy_cstr(s, sizeof(s), v, an))
+		return false;
+	memset(addr, 0, 16);
+	if (memchr(s, ':', an)) {
+		if (inet_pton(AF_INET6, s, addr) != 1)
+			return false;
+		*family = AF_INET6;
+		bits = 128;
+	} else {
+		if (inet_pton(AF_INET, s, addr) != 1)
+			return false;
+		*family = AF_INET;
+		bits = 32;
+	}
+	len = bits;
+	if (slash && !parse_u64(slash + 1, n - an - 1, bits, &len))
+		return false;
+	*cidr = (uint8_t)len;
+	return true;
+}
+
+void port_text_mac(const uint8_t mac[6], char out[PORT_TEXT_MAC_LEN])
+{
+	snprintf(out, PORT_TEXT_MAC_LEN, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2],
+		 mac[3], mac[4], mac[5]);
+}
+
+static void format_cidr(int family, const uint8_t *addr, uint8_t cidr,
+			char out[PORT_TEXT_ADDR_LEN])
+{
+	char s[INET6_ADDRSTRLEN];
+
+	if (!inet_ntop(family == AF_INET ? AF_INET : AF_INET6, addr, s, sizeof(s)))
+		strcpy(s, "?");
+	snprintf(out, PORT_TEXT_ADDR_LEN, "%s/%u", s, cidr);
+}
+
+void port_text_addr(const struct port_addr *a, char out[PORT_TEXT_ADDR_LEN])
+{
+	format_cidr(a->family, a->addr, a->cidr, out);
+}
+
+void port_text_prefix(const struct port_ra_prefix *p, char out[PORT_TEXT_ADDR_LEN])
+{
+	format_cidr(AF_INET6, p->addr, p->len, out);
+}
+
+const char *port_text_type_name(enum port_type type)
+{
+	switch (type) {
+	case PORT_TAP:
+		return "tap";
+	case PORT_VHOST_USER:
+		return "vhost-user";
+	}
+	return NULL;
+}
+
+/* ---- the keys of a port, shared by every form -------------------------- */
+
+static int set_name(struct port_config *c, const char *v, size_t n, const char **why)
+{
+	if (!copy_cstr(c->name, sizeof(c->name), v, n)) {
+		*why = "name too long (15 characters at most)";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int set_type(struct port_config *c, const char *v, size_t n, const char **why)
+{
+	if (n == 3 && !memcmp(v, "tap", 3)) {
+		c->type = PORT_TAP;
+	} else if (n == 10 && !memcmp(v, "vhost-user", 10)) {
+		c->type = PORT_VHOST_USER;
+	} else {
+		*why = "type must be tap or vhost-user";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int set_path(struct port_config *c, const char *v, size_t n, const char **why)
+{
+	if (!copy_cstr(c->path, sizeof(c->path), v, n)) {
+		*why = "path too long (107 bytes at most)";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int set_mode(struct port_config *c, const char *v, size_t n, const char **why)
+{
+	if (n == 6 && !memcmp(v, "server", 6)) {
+		c->server = true;
+	} else if (n == 6 && !memcmp(v, "client", 6)) {
+		c->server = false;
+	} else {
+		*why = "mode must be server or client";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int set_mac(struct port_config *c, const char *v, size_t n, const char **why)
+{
+	if (!parse_mac(v, n, c->vm_mac)) {
+		*why = "bad MAC (want xx:xx:xx:xx:xx:xx)";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int set_router_mac(struct port_config *c, const char *v, size_t n, const char **why)
+{
+	if (!parse_mac(v, n, c->router_mac)) {
+		*why = "bad router MAC (want xx:xx:xx:xx:xx:xx)";
+		return -EINVAL;
+	}
+	c->has_router_mac = true;
+	return 0;
+}
+
+static int set_gateway4(struct port_config *c, const char *v, size_t n, const char **why)
+{
+	if (!parse_ip4(v, n, c->gateway4)) {
+		*why = "bad gateway4 (want an IPv4 address)";
+		return -EINVAL;
+	}
+	c->has_gateway4 = true;
+	return 0;
+}
+
+static int set_address(struct port_config *c, const char *v, size_t n, const char **why)
+{
+	struct port_addr *a;
+
+	if (c->n_addrs >= PORT_MAX_ADDRS) {
+		*why = "too many addresses (16 at most)";
+		return -EINVAL;
+	}
+	a = &c->addrs[c->n_addrs];
+	if (!parse_cidr(v, n, &a->family, a->addr, &a->cidr)) {
+		memset(a, 0, sizeof(*a));
+		*why = "bad address (want an IPv4 or IPv6 address, optionally /length)";
+		return -EINVAL;
+	}
+	c->n_addrs++;
+	return 0;
+}
+
+static int set_prefix(struct port_config *c, const char *v, size_t n, const char **why)
+{
+	struct port_ra_prefix *p;
+	int family;
+	uint8_t addr[16], len;
+
+	if (c->n_prefixes >= PORT_MAX_PREFIXES) {
+		*why = "too many RA prefixes (4 at most)";
+		return -EINVAL;
+	}
+	if (!memchr(v, '/', n) || !parse_cidr(v, n, &family, addr, &len) || family != AF_INET6) {
+		*why = "bad RA prefix (want an IPv6 prefix address/length)";
+		return -EINVAL;
+	}
+	p = &c->prefixes[c->n_prefixes++];
+	memcpy(p->addr, addr, 16);
+	p->len = len;
+	return 0;
+}
+
+static int set_mtu(struct port_config *c, const char *v, size_t n, const char **why)
+{
+	uint64_t mtu;
+
+	if (!parse_u64(v, n, UINT32_MAX, &mtu)) {
+		*why = "bad MTU (want a number)";
+		return -EINVAL;
+	}
+	/* In text an MTU is always a real one: leave the key out for the
+	 * default, so that 0 never has to round-trip. */
+	if (mtu < PORT_MTU_MIN || mtu > PORT_MTU_MAX) {
+		*why = "MTU not in 1280..9000";
+		return -EINVAL;
+	}
+	c->mtu = (uint32_t)mtu;
+	return 0;
+}
+
+static const struct port_key {
+	const char *key;  /* in requests and replies */
+	const char *file; /* in ports files, any case */
+	bool list;        /* may repeat */
+	int (*set)(struct port_config *c, const char *v, size_t n, const char **why);
+} port_keys[] = {
+	{ "name", "Name", false, set_name },
+	{ "type", "Type", false, set_type },
+	{ "path", "Path", false, set_path },
+	{ "mode", "Mode", false, set_mode },
+	{ "mac", "MAC", false, set_mac },
+	{ "router_mac", "RouterMAC", false, set_router_mac },
+	{ "gateway4", "Gateway4", false, set_gateway4 },
+	{ "address", "Address", true, set_address },
+	{ "prefix", "Prefix", true, set_prefix },
+	{ "mtu", "MTU", false, set_mtu },
+};
+enum { N_PORT_KEYS = sizeof(port_keys) / sizeof(port_keys[0]), KEY_NAME = 0 };
+
+static int find_key(const char *k, size_t n, bool file)
+{
+	for (int i = 0; i < N_PORT_KEYS; i++) {
+		const char *want = file ? port_keys[i].file : port_keys[i].key;
+
+		if (strlen(want) == n &&
+		    (file ? !strncasecmp(k, want, n) : !memcmp(k, want, n)))
+			return i;
+	}
+	return -1;
+}
+
+/* Applies key i; non-list keys only once per port (seen: a bit per key). */
+static int apply_key(struct port_config *c, int i, unsigned int *seen, const char *v, size_t n,
+		     const char **why)
+{
+	if (!port_keys[i].list && (*seen & (1u << i))) {
+		*why = "key given twice";
+		return -EINVAL;
+	}
+	*seen |= 1u << i;
+	return port_keys[i].set(c, v, n, why);
+}
+
+#define COUNTER(key, field, drop) { key, offsetof(struct port_info, field), drop }
+#define DROP_COUNTER(name, text) COUNTER("drop_" text, drop_##name, true),
+const struct port_text_counter port_text_counters[] = {
+	COUNTER("rx_packets", rx_packets, false),
+	COUNTER("rx_bytes", rx_bytes, false),
+	COUNTER("tx_packets", tx_packets, false),
+	COUNTER("tx_bytes", tx_bytes, false),
+	PORT_DROP_REASONS(DROP_COUNTER)
+	COUNTER("ndp_replies", ndp_replies, false),
+	COUNTER("ndp_drops", ndp_drops, false),
+};
+#undef DROP_COUNTER
+#undef COUNTER
+const size_t port_text_n_counters = sizeof(port_text_counters) / sizeof(port_text_counters[0]);
+_Static_assert(sizeof(port_text_counters) / sizeof(port_text_counters[0]) <= 32,
+	       "counters are tracked in a 32-bit mask");
+
+/* ---- key=value lines --------------------------------------------------- */
+
+/* Walks text line by line: *line and *n the next line without its '\n'. */
+static bool next_line(const char *text, size_t len, size_t *off, const char **line, size_t *n)
+{
+	const char *nl;
+
+	if (*off >= len)
+		return false;
+	*line = text + *off;
+	nl = memchr(*line, '\n', len - *off);
+	*n = nl ? (size_t)(nl - *line) : len - *off;
+	*off += *n + 1;
+	return true;
+}
+
+/* Splits "key=value" at the first '='. */
+static bool split_kv(const char *line, size_t n, size_t *kn, const char **v, size_t *vn)
+{
+	const char *eq = memchr(line, '=', n);
+
+	if (!eq)
+		return false;
+	*kn = (size_t)(eq - line);
+	*v = eq + 1;
+	*vn = n - *kn - 1;
+	return true;
+}
+
+int port_text_parse_request(const char *text, size_t len, struct port_config *out,
+			    const char **why)
+{
+	const char *line, *v, *unused;
+	size_t off = 0, n, kn, vn;
+	unsigned int seen = 0;
+	int i, ret;
+
+	if (!why)
+		why = &unused;
+	port_config_init(out);
+	while (next_line(text, len, &off, &line, &n)) {
+		if (!split_kv(line, n, &kn, &v, &vn)) {
+			*why = "a line without '='";
+			ret = -EPROTO;
+			goto fail;
+		}
+		i = find_key(line, kn, false);
+		if (i < 0) {
+			*why = "unknown key";
+			ret = -EINVAL;
+			goto fail;
+		}
+		ret = apply_key(out, i, &seen, v, vn, why);
+		if (ret)
+			goto fail;
+	}
+	ret = port_config_check(out, why);
+	if (!ret)
+		return 0;
+fail:
+	port_config_init(out);
+	return ret;
+}
+
+int port_text_parse_name(const char *text, size_t len, char name[PORT_NAME_MAX],
+			 const char **why)
+{
+	struct port_config c;
+	const char *line, *v, *unused;
+	size_t off = 0, n, kn, vn;
+	unsigned int seen = 0;
+	int ret;
+
+	if (!why)
+		why = &unused;
+	port_config_init(&c);
+	while (next_line(text, len, &off, &line, &n)) {
+		if (!split_kv(line, n, &kn, &v, &vn)) {
+			*why = "a line without '='";
+			return -EPROTO;
+		}
+		if (find_key(line, kn, false) != KEY_NAME) {
+			*why = "unknown key (only name)";
+			return -EINVAL;
+		}
+		ret = apply_key(&c, KEY_NAME, &seen, v, vn, why);
+		if (ret)
+			return ret;
+	}
+	if (!c.name[0]) {
+		*why = "no name";
+		return -EINVAL;
+	}
+	memcpy(name, c.name, PORT_NAME_MAX);
+	return 0;
+}
+
+/* The lines of cfg, the first one "first=NAME". */
+static void format_config(struct buf *b, const struct port_config *c, const char *first)
+{
+	char s[PORT_TEXT_ADDR_LEN];
+
+	buf_printf(b, "%s=%s\n", first, c->name);
+	buf_printf(b, "type=%s\n", port_text_type_name(c->type) ? port_text_type_name(c->type) : "");
+	if (c->type == PORT_VHOST_USER) {
+		buf_printf(b, "path=%s\n", c->path);
+		buf_printf(b, "mode=%s\n", c->server ? "server" : "client");
+	}
+	port_text_mac(c->vm_mac, s);
+	buf_printf(b, "mac=%s\n", s);
+	if (c->has_router_mac) {
+		port_text_mac(c->router_mac, s);
+		buf_printf(b, "router_mac=%s\n", s);
+	}
+	if (c->has_gateway4) {
+		inet_ntop(AF_INET, c->gateway4, s, sizeof(s));
+		buf_printf(b, "gateway4=%s\n", s);
+	}
+	for (size_t i = 0; i < c->n_addrs && i < PORT_MAX_ADDRS; i++) {
+		port_text_addr(&c->addrs[i], s);
+		buf_printf(b, "address=%s\n", s);
+	}
+	for (size_t i = 0; i < c->n_prefixes && i < PORT_MAX_PREFIXES; i++) {
+		port_text_prefix(&c->prefixes[i], s);
+		buf_printf(b, "prefix=%s\n", s);
+	}
+	if (c->mtu)
+		buf_printf(b, "mtu=%u\n", c->mtu);
+}
+
+int port_text_format_request(const struct port_config *cfg, char **out, size_t *len)
+{
+	struct buf b = { 0 };
+
+	format_config(&b, cfg, "name");
+	return buf_finish(&b, out, len);
+}
+
+/* ---- port-list replies ------------------------------------------------- */
+
+static uint64_t *counter_at(struct port_info *p, size_t i)
+{
+	return (uint64_t *)((char *)p + port_text_counters[i].offset);
+}
+
+int port_text_format_info(const struct port_info *ports, size_t n, char **out, size_t *len)
+{
+	struct buf b = { 0 };
+
+	for (size_t i = 0; i < n; i++) {
+		struct port_info p = ports[i];
+
+		port_text_normalize(&p.cfg);
+		format_config(&b, &p.cfg, "port");
+		buf_printf(&b, "connected=%s\n", p.connected ? "true" : "false");
+		for (size_t k = 0; k < port_text_n_counters; k++)
+			buf_printf(&b, "%s=%llu\n", port_text_counters[k].key,
+				   (unsigned long long)*counter_at(&p, k));
+	}
+	return buf_finish(&b, out, len);
+}
+
+static int find_counter(const char *k, size_t n)
+{
+	for (size_t i = 0; i < port_text_n_counters; i++)
+		if (strlen(port_text_counters[i].key) == n && !memcmp(k, port_text_counters[i].key, n))
+			return (int)i;
+	return -1;
+}
+
+/* One port-list block being read. */
+struct info_block {
+	struct port_info *p;
+	unsigned int seen, seen_counters;
+	bool seen_connected;
+};
+
+static int info_line(struct info_block *blk, const char *k, size_t kn, const char *v, size_t vn,
+		     const char **why)
+{
+	int i = find_key(k, kn, false);
+	uint64_t x;
+
+	if (i > KEY_NAME)
+		return apply_key(&blk->p->cfg, i, &blk->seen, v, vn, why);
+	if (kn == 9 && !memcmp(k, "connected", 9)) {
+		if (blk->seen_connected || !(vn == 4 ? !memcmp(v, "true", 4)
+						   : vn == 5 && !memcmp(v, "false", 5))) {
+			*why = "bad or repeated connected (true or false)";
+			return -EINVAL;
+		}
+		blk->seen_connected = true;
+		blk->p->connected = vn == 4;
+		return 0;
+	}
+	i = find_counter(k, kn);
+	if (i >= 0) {
+		if ((blk->seen_counters & (1u << i)) || !parse_u64(v, vn, UINT64_MAX, &x)) {
+			*why = "bad or repeated counter";
+			return -EINVAL;
+		}
+		blk->seen_counters |= 1u << i;
+		*counter_at(blk->p, (size_t)i) = x;
+	}
+	/* Anything else is from a newer daemon: skipped. */
+	return 0;
+}
+
+int port_text_parse_info(const char *text, size_t len, struct port_info **out, size_t *n,
+			 const char **why)
+{
+	struct port_info *ports = NULL, *grown;
+	struct info_block blk = { 0 };
+	const char *line, *v, *unused;
+	size_t off = 0, ln, kn, vn, count = 0, cap = 0;
+	int ret = 0;
+
+	if (!why)
+		why = &unused;
+	while (next_line(text, len, &off, &line, &ln)) {
+		if (!split_kv(line, ln, &kn, &v, &vn)) {
+			*why = "a line without '='";
+			ret = -EPROTO;
+			goto fail;
+		}
+		if (kn == 4 && !memcmp(line, "port", 4)) {
+			if (blk.p && (ret = port_config_check(&blk.p->cfg, why)))
+				goto fail;
+			if (count == PORT_MAX) {
+				*why = "more ports than a device can have";
+				ret = -EINVAL;
+				goto fail;
+			}
+			if (count == cap) {
+				cap = cap ? 2 * cap : 8;
+				grown = realloc(ports, cap * sizeof(*ports));
+				if (!grown) {
+					*why = "out of memory";
+					ret = -ENOMEM;
+					goto fail;
+				}
+				ports = grown;
+			}
+			blk = (struct info_block){ .p = &ports[count++] };
+			memset(blk.p, 0, sizeof(*blk.p));
+			port_config_init(&blk.p->cfg);
+			ret = apply_key(&blk.p->cfg, KEY_NAME, &blk.seen, v, vn, why);
+		} else if (!blk.p) {
+			*why = "a line before the first port=";
+			ret = -EINVAL;
+		} else {
+			ret = info_line(&blk, line, kn, v, vn, why);
+		}
+		if (ret)
+			goto fail;
+	}
+	if (blk.p && (ret = port_config_check(&blk.p->cfg, why)))
+		goto fail;
+	*out = ports;
+	*n = count;
+	return 0;
+fail:
+	free(ports);
+	*out = NULL;
+	*n = 0;
+	return ret;
+}
+
+/* ---- ports files ------------------------------------------------------- */
+
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+static void trim(const char **s, size_t *n)
+{
+	while (*n && is_blank(**s)) {
+		(*s)++;
+		(*n)--;
+	}
+	while (*n && is_blank((*s)[*n - 1]))
+		(*n)--;
+}
+
+static bool same_addr(const struct port_addr *a, const struct port_addr *b)
+{
+	return a->family == b->family && a->cidr == b->cidr &&
+	       !memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16);
+}
+
+/* Whether any address of a is also one of b's. */
+static bool share_addr(const struct port_config *a, const struct port_config *b)
+{
+	for (size_t i = 0; i < a->n_addrs; i++)
+		for (size_t j = 0; j < b->n_addrs; j++)
+			if (same_addr(&a->addrs[i], &b->addrs[j]))
+				return true;
+	return false;
+}
+
+/* A section ended: its port must pass the check and share no name or
+ * address with the ports before it. */
+static int finish_section(const struct port_config *ports, size_t count, const char **why)
+{
+	const struct port_config *c = &ports[count - 1];
+	int ret = port_config_check(c, why);
+
+	if (ret)
+		return ret;
+	for (size_t i = 0; i + 1 < count; i++) {
+		if (!strcmp(ports[i].name, c->name)) {
+			*why = "name used by an earlier [Port]";
+			return -EINVAL;
+		}
+		if (share_addr(&ports[i], c)) {
+			*why = "address used by an earlier [Port]";
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* "Key = a, b, c": each comma-separated item applied in turn. */
+static int file_value(struct port_config *c, int key, unsigned int *seen, const char *v,
+		      size_t vn, const char **why)
+{
+	const char *item, *comma;
+	size_t in;
+	int ret;
+
+	if (!vn) {
+		*why = "empty value";
+		return -EINVAL;
+	}
+	if (!port_keys[key].list)
+		return apply_key(c, key, seen, v, vn, why);
+	for (;;) {
+		comma = memchr(v, ',', vn);
+		item = v;
+		in = comma ? (size_t)(comma - v) : vn;
+		trim(&item, &in);
+		if (!in) {
+			*why = "empty item in a list";
+			return -EINVAL;
+		}
+		ret = apply_key(c, key, seen, item, in, why);
+		if (ret || !comma)
+			return ret;
+		vn -= (size_t)(comma - v) + 1;
+		v = comma + 1;
+	}
+}
+
+int port_text_parse_file(const char *text, size_t len, struct port_config **out, size_t *n,
+			 int *err_line, const char **why)
+{
+	struct port_config *ports = NULL, *grown;
+	const char *line, *hash, *v, *unused;
+	size_t off = 0, ln, kn, vn, count = 0, cap = 0;
+	unsigned int seen = 0;
+	int lineno = 0, section_line = 0, key, ret = 0, dummy;
+
+	if (!why)
+		why = &unused;
+	if (!err_line)
+		err_line = &dummy;
+	*err_line = 0;
+	if (len > PORT_TEXT_MAX_FILE) {
+		*why = "file larger than 1 MiB";
+		ret = -E2BIG;
+		goto fail;
+	}
+	while (next_line(text, len, &off, &line, &ln)) {
+		lineno++;
+		*err_line = lineno;
+		if (memchr(line, '\0', ln)) {
+			*why = "a NUL byte";
+			ret = -EINVAL;
+			goto fail;
+		}
+		hash = memchr(line, '#', ln);
+		if (hash)
+			ln = (size_t)(hash - line);
+		trim(&line, &ln);
+		if (!ln)
+			continue;
+		if (line[0] == '[') {
+			if (ln != 6 || strncasecmp(line, "[Port]", 6)) {
+				*why = "unknown section (only [Port])";
+				ret = -EINVAL;
+				goto fail;
+			}
+			if (count) {
+				*err_line = section_line;
+				if ((ret = finish_section(ports, count, why)))
+					goto fail;
+				*err_line = lineno;
+			}
+			if (count == PORT_MAX) {
+				*why = "more than 256 ports";
+				ret = -E2BIG;
+				goto fail;
+			}
+			if (count == cap) {
+				cap = cap ? 2 * cap : 8;
+				grown = realloc(ports, cap * sizeof(*ports));
+				if (!grown) {
+					*why = "out of memory";
+					ret = -ENOMEM;
+					goto fail;
+				}
+				ports = grown;
+			}
+			port_config_init(&ports[count++]);
+			seen = 0;
+			section_line = lineno;
+			continue;
+		}
+		if (!split_kv(line, ln, &kn, &v, &vn)) {
+			*why = "a line without '='";
+			ret = -EINVAL;
+			goto fail;
+		}
+		trim(&line, &kn);
+		trim(&v, &vn);
+		key = find_key(line, kn, true);
+		if (key < 0) {
+			*why = "unknown key";
+			ret = -EINVAL;
+			goto fail;
+		}
+		if (!count) {
+			*why = "a key outside a [Port] section";
+			ret = -EINVAL;
+			goto fail;
+		}
+		if ((ret = file_value(&ports[count - 1], key, &seen, v, vn, why)))
+			goto fail;
+	}
+	if (count) {
+		*err_line = section_line;
+		if ((ret = finish_section(ports, count, why)))
+			goto fail;
+	}
+	*err_line = 0;
+	*out = ports;
+	*n = count;
+	return 0;
+fail:
+	free(ports);
+	*out = NULL;
+	*n = 0;
+	return ret;
+}
+
+int port_text_format_file(const struct port_config *cfgs, size_t n, char **out, size_t *len)
+{
+	struct buf b = { 0 };
+	char s[PORT_TEXT_ADDR_LEN];
+
+	for (size_t i = 0; i < n; i++) {
+		const struct port_config *c = &cfgs[i];
+
+		buf_printf(&b, "%s[Port]\nName = %s\nType = %s\n", i ? "\n" : "", c->name,
+			   port_text_type_name(c->type) ? port_text_type_name(c->type) : "");
+		if (c->type == PORT_VHOST_USER)
+			buf_printf(&b, "Path = %s\nMode = %s\n", c->path,
+				   c->server ? "server" : "client");
+		port_text_mac(c->vm_mac, s);
+		buf_printf(&b, "MAC = %s\n", s);
+		if (c->has_router_mac) {
+			port_text_mac(c->router_mac, s);
+			buf_printf(&b, "RouterMAC = %s\n", s);
+		}
+		if (c->has_gateway4) {
+			inet_ntop(AF_INET, c->gateway4, s, sizeof(s));
+			buf_printf(&b, "Gateway4 = %s\n", s);
+		}
+		for (size_t k = 0; k < c->n_addrs && k < PORT_MAX_ADDRS; k++) {
+			port_text_addr(&c->addrs[k], s);
+			buf_printf(&b, "%s%s", k ? ", " : "Address = ", s);
+		}
+		buf_printf(&b, "%s", c->n_addrs ? "\n" : "");
+		for (size_t k = 0; k < c->n_prefixes && k < PORT_MAX_PREFIXES; k++) {
+			port_text_prefix(&c->prefixes[k], s);
+			buf_printf(&b, "%s%s", k ? ", " : "Prefix = ", s);
+		}
+		buf_printf(&b, "%s", c->n_prefixes ? "\n" : "");
+		if (c->mtu)
+			buf_printf(&b, "MTU = %u\n", c->mtu);
+	}
+	return buf_finish(&b, out, len);
+}
+
+/* ---- comparing and planning -------------------------------------------- */
+
+void port_text_normalize(struct port_config *cfg)
+{
+	static const uint8_t router[6] = PORT_ROUTER_MAC_DEFAULT, gw[4] = PORT_GATEWAY4_DEFAULT;
+
+	if (!cfg->mtu)
+		cfg->mtu = PORT_MTU_DEFAULT;
+	if (!cfg->has_router_mac) {
+		memcpy(cfg->router_mac, router, 6);
+		cfg->has_router_mac = true;
+	}
+	for (size_t i = 0; !cfg->has_gateway4 && i < cfg->n_addrs && i < PORT_MAX_ADDRS; i++) {
+		if (cfg->addrs[i].family == AF_INET) {
+			memcpy(cfg->gateway4, gw, 4);
+			cfg->has_gateway4 = true;
+		}
+	}
+	/* Only vhost-user has a mode; a tap is always "server". */
+	if (cfg->type == PORT_TAP)
+		cfg->server = true;
+}
+
+static bool addrs_within(const struct port_config *a, const struct port_config *b)
+{
+	for (size_t i = 0; i < a->n_addrs; i++) {
+		size_t j = 0;
+
+		while (j < b->n_addrs && !same_addr(&a->addrs[i], &b->addrs[j]))
+			j++;
+		if (j == b->n_addrs)
+			return false;
+	}
+	return true;
+}
+
+static bool prefixes_within(const struct port_config *a, const struct port_config *b)
+{
+	for (size_t i = 0; i < a->n_prefixes; i++) {
+		size_t j = 0;
+
+		while (j < b->n_prefixes && (a->prefixes[i].len != b->prefixes[j].len ||
+					     memcmp(a->prefixes[i].addr, b->prefixes[j].addr, 16)))
+			j++;
+		if (j == b->n_prefixes)
+			return false;
+	}
+	return true;
+}
+
+bool port_text_same_config(const struct port_config *a, const struct port_config *b)
+{
+	struct port_config x = *a, y = *b;
+
+	port_text_normalize(&x);
+	port_text_normalize(&y);
+	/* Duplicates are refused by port_config_check, so equal counts and
+	 * inclusion one way make equal sets; both ways guards the unchecked. */
+	return !strncmp(x.name, y.name, PORT_NAME_MAX) && x.type == y.type &&
+	       !strncmp(x.path, y.path, PORT_PATH_MAX) && x.server == y.server &&
+	       !memcmp(x.vm_mac, y.vm_mac, 6) && !memcmp(x.router_mac, y.router_mac, 6) &&
+	       x.has_gateway4 == y.has_gateway4 &&
+	       (!x.has_gateway4 || !memcmp(x.gateway4, y.gateway4, 4)) && x.mtu == y.mtu &&
+	       x.n_addrs == y.n_addrs && x.n_prefixes == y.n_prefixes && addrs_within(&x, &y) &&
+	       addrs_within(&y, &x) && prefixes_within(&x, &y) && prefixes_within(&y, &x);
+}
+
+static const struct port_config *find_wanted(const struct port_config *want, size_t n,
+					     const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(want[i].name, name, PORT_NAME_MAX))
+			return &want[i];
+	return NULL;
+}
+
+int port_text_plan(const struct port_config *want, size_t n_want, const struct port_info *have,
+		   size_t n_have, bool prune, struct port_step **steps, size_t *n_steps,
+		   const char **why)
+{
+	struct port_step *s = NULL;
+	const struct port_config *w;
+	const char *unused;
+	size_t n = 0;
+
+	if (!why)
+		why = &unused;
+	*steps = NULL;
+	*n_steps = 0;
+	/* A port that stays must not hold an address a wanted one takes. */
+	for (size_t i = 0; !prune && i < n_have; i++) {
+		if (find_wanted(want, n_want, have[i].cfg.name))
+			continue;
+		for (size_t j = 0; j < n_want; j++) {
+			if (share_addr(&have[i].cfg, &want[j])) {
+				*why = "an address in the file belongs to a port not in the file "
+				       "(remove it, or load with --prune)";
+				return -EEXIST;
+			}
+		}
+	}
+	/* At most one removal per port had and one addition per port wanted. */
+	if (n_have + n_want) {
+		s = calloc(n_have + n_want, sizeof(*s));
+		if (!s) {
+			*why = "out of memory";
+			return -ENOMEM;
+		}
+	}
+	for (size_t i = 0; i < n_have; i++) {
+		w = find_wanted(want, n_want, have[i].cfg.name);
+		if (w ? !port_text_same_config(w, &have[i].cfg) : prune)
+			s[n++] = (struct port_step){ PORT_STEP_DEL, i, w != NULL };
+	}
+	for (size_t j = 0; j < n_want; j++) {
+		const struct port_config *had = NULL;
+
+		for (size_t i = 0; i < n_have && !had; i++)
+			if (!strncmp(want[j].name, have[i].cfg.name, PORT_NAME_MAX))
+				had = &have[i].cfg;
+		if (!had || !port_text_same_config(&want[j], had))
+			s[n++] = (struct port_step){ PORT_STEP_ADD, j, had != NULL };
+	}
+	if (!n) {
+		free(s);
+		s = NULL;
+	}
+	*steps = s;
+	*n_steps = n;
+	return 0;
+}
