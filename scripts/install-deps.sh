@@ -12,6 +12,8 @@ PACKAGES=(
 	# integration tests and demo
 	wireguard-tools wireguard-go iperf3 iproute2 iputils-ping tcpdump socat ndisc6
 	ethtool procps coreutils nftables python3
+	# the QEMU test guest (tests/guest): TCG, busybox initramfs, kernel unpacking
+	qemu-system-x86 busybox-static cpio xz-utils
 	# bench
 	gnuplot-nox jq
 )

@@ -220,7 +220,7 @@ static struct vhu_ring *ring_of(struct vhu_dev *dev, uint32_t idx, struct vhu_re
 	return &dev->rings[idx];
 }
 
-static void reply_u64(const struct vhu_msg *msg, struct vhu_msg *reply, uint64_t v)
+static void reply_u64(struct vhu_msg *reply, uint64_t v)
 {
 	reply->hdr.size = sizeof(reply->payload.u64);
 	reply->payload.u64 = v;
@@ -229,7 +229,7 @@ static void reply_u64(const struct vhu_msg *msg, struct vhu_msg *reply, uint64_t
 static int get_features(struct vhu_dev *dev, struct vhu_msg *msg, struct vhu_msg *reply,
 			struct vhu_result *res)
 {
-	reply_u64(msg, reply, dev->offered_features);
+	reply_u64(reply, dev->offered_features);
 	return 0;
 }
 
@@ -527,7 +527,7 @@ static int set_vring_err(struct vhu_dev *dev, struct vhu_msg *msg, struct vhu_ms
 static int get_protocol_features(struct vhu_dev *dev, struct vhu_msg *msg,
 				 struct vhu_msg *reply, struct vhu_result *res)
 {
-	reply_u64(msg, reply, VHU_PROTOCOL_FEATURES);
+	reply_u64(reply, VHU_PROTOCOL_FEATURES);
 	return 0;
 }
 
@@ -547,7 +547,7 @@ static int get_queue_num(struct vhu_dev *dev, struct vhu_msg *msg, struct vhu_ms
 {
 	/* The spec counts virtqueues (QEMU compares queue pairs against it,
 	 * which only makes it more lenient). */
-	reply_u64(msg, reply, vhu_ring_count(dev));
+	reply_u64(reply, vhu_ring_count(dev));
 	return 0;
 }
 
@@ -658,7 +658,7 @@ int vhu_dispatch(struct vhu_dev *dev, struct vhu_msg *msg, struct vhu_msg *reply
 		dev->stats.unknown++;
 		res->why = "unknown request ignored";
 		if (need_reply) {
-			reply_u64(msg, reply, 1);
+			reply_u64(reply, 1);
 			res->reply = true;
 		}
 		goto close_fds;
@@ -670,7 +670,7 @@ int vhu_dispatch(struct vhu_dev *dev, struct vhu_msg *msg, struct vhu_msg *reply
 		if (h->has_reply) {
 			res->reply = true;
 		} else if (need_reply) {
-			reply_u64(msg, reply, 0);
+			reply_u64(reply, 0);
 			res->reply = true;
 		}
 		goto close_fds;
@@ -683,7 +683,7 @@ int vhu_dispatch(struct vhu_dev *dev, struct vhu_msg *msg, struct vhu_msg *reply
 out:
 	dev->stats.refused++;
 	if (need_reply) {
-		reply_u64(msg, reply, 1);
+		reply_u64(reply, 1);
 		res->reply = true;
 	} else {
 		res->disconnect = true;

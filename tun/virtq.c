@@ -357,7 +357,7 @@ int virtq_net_rx_write(struct virtq *vq, const struct virtio_net_hdr *hdr,
 	uint32_t n = 0;
 	int r;
 
-	if (vq->broken)
+	if (vq->broken || !vq->used || !vq->num)
 		return -EIO;
 	if (len > UINT32_MAX - hl)
 		return -EMSGSIZE;

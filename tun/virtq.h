@@ -91,8 +91,9 @@ struct virtq_chain {
 };
 
 /* A split virtqueue. Fields under "control" are set by the control thread
- * while the data path is quiesced (virtq_start); the rest belong to the one
- * worker serving the queue. */
+ * while the data path is quiesced (virtq_set_rings, virtq_set_features,
+ * call_fd); the rest belong to the one worker serving the queue, and are
+ * (re)set by virtq_start. */
 struct virtq {
 	/* control */
 	struct vring_desc *desc;
