@@ -505,6 +505,7 @@ void wg_device_free(struct wg_device *dev)
 {
 	if (!dev)
 		return;
+	wg_ports_stop_backends(dev);
 	if (dev->identity) {
 		pthread_rwlock_wrlock(&dev->lock);
 		remove_all_peers(dev);

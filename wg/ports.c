@@ -15,6 +15,7 @@
 #include "tun/tun.h"
 #include "wg/device.h"
 #include "wg/log.h"
+#include "wg/vhost_port.h"
 
 enum { PORT_RELEASE_WAIT_MS = 5000 };
 
@@ -27,6 +28,7 @@ void wg_port_put(struct wg_port *port)
 {
 	if (atomic_fetch_sub(&port->refs, 1) != 1)
 		return;
+	wg_vhost_stop(port);
 	for (int i = 0; i < port->n_fds; i++)
 		if (port->fds[i] >= 0)
 			close(port->fds[i]);
@@ -128,8 +130,9 @@ static int open_queues(struct wg_device *dev, struct wg_port *port)
 			err = tun_link_set_up(port->cfg.name, true);
 		return err;
 	case PORT_VHOST_USER:
+		return wg_vhost_start(dev, port);
 	default:
-		return -EOPNOTSUPP;
+		return -EINVAL;
 	}
 }
 
@@ -234,15 +237,16 @@ int wg_device_port_add(struct wg_device *dev, const struct port_config *cfg)
  * cancelled), so that the tap netdev is gone when port del returns and its
  * name can be taken again at once. Bounded: a wedged worker costs a log
  * line, not a hung control socket. */
-static void wait_workers_gone(struct wg_port *port)
+static bool wait_workers_gone(struct wg_port *port)
 {
 	for (int ms = 0; atomic_load(&port->refs) > 1; ms++) {
 		if (ms == PORT_RELEASE_WAIT_MS) {
 			log_error("port %s: workers still hold it after %d ms", port->cfg.name, ms);
-			return;
+			return false;
 		}
 		usleep(1000);
 	}
+	return true;
 }
 
 int wg_device_port_del(struct wg_device *dev, const char *name)
@@ -260,7 +264,9 @@ int wg_device_port_del(struct wg_device *dev, const char *name)
 	if (!port)
 		return -ENOENT;
 	wg_device_kick_workers(dev);
-	wait_workers_gone(port);
+	/* Then no worker touches the guest's memory any more. */
+	if (wait_workers_gone(port))
+		wg_vhost_stop(port);
 	log_info("port %s removed", name);
 	wg_port_put(port);
 	return 0;
@@ -273,7 +279,7 @@ static void fill_info(const struct wg_port *port, struct port_info *info)
 
 	memset(info, 0, sizeof(*info));
 	info->cfg = port->cfg;
-	info->connected = true;
+	info->connected = port->vhost ? atomic_load(&port->vhost->connected) : true;
 	info->rx_packets = atomic_load(&c->rx_packets);
 	info->rx_bytes = atomic_load(&c->rx_bytes);
 	info->tx_packets = atomic_load(&c->tx_packets);
@@ -325,6 +331,13 @@ int wg_device_port_list(struct wg_device *dev, struct port_info **out, size_t *n
 	*out = info;
 	*n = count;
 	return 0;
+}
+
+void wg_ports_stop_backends(struct wg_device *dev)
+{
+	for (int i = 0; i < PORT_MAX; i++)
+		if (dev->ports[i])
+			wg_vhost_stop(dev->ports[i]);
 }
 
 void wg_ports_clear(struct wg_device *dev)

@@ -19,6 +19,7 @@
 #include "wg/socket.h"
 
 struct wg_device;
+struct wg_vhost;
 
 struct wg_port {
 	struct rt_hop hop;               /* first: the forwarding table's value */
@@ -28,6 +29,7 @@ struct wg_port {
 	struct port_counters counters;
 	int fds[WG_MAX_WORKERS];         /* tap: one queue per worker */
 	int n_fds;
+	struct wg_vhost *vhost;          /* vhost-user: the backend; NULL: tap */
 	bool offload;                    /* tap: TSO and checksum offload on */
 	int slot;                        /* index in the device's ports[] */
 	uint64_t seq;                    /* creation order */
@@ -46,7 +48,10 @@ void wg_port_put(struct wg_port *port);
 /* The NDP/ARP responder's view of a port configuration (defaults filled). */
 void wg_port_ndp_config(const struct port_config *cfg, struct ndp_port_config *ndp);
 
-/* With the write lock held, at device teardown (workers stopped). */
+/* At device teardown, workers stopped: first the vhost-user threads, with
+ * no lock held (they take the device lock), then, with the write lock held,
+ * every port. */
+void wg_ports_stop_backends(struct wg_device *dev);
 void wg_ports_clear(struct wg_device *dev);
 
 #endif

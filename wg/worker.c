@@ -32,6 +32,7 @@
 #include "wg/peer.h"
 #include "wg/pktpool.h"
 #include "wg/ports.h"
+#include "wg/vhost_port.h"
 #include "wg/receive.h"
 #include "wg/send.h"
 
@@ -64,6 +65,8 @@ enum {
 
 enum op_type {
 	OP_TUN_READ, OP_TUN_WRITE, OP_UDP_RECV, OP_UDP_SEND, OP_PORT_READ, OP_PORT_WRITE,
+	OP_VHOST_KICK,  /* a guest TX ring's kick eventfd fired */
+	OP_VHOST_DRAIN, /* (a no-op) go on draining a guest TX ring */
 	OP_WAKE, OP_CANCEL,
 };
 
@@ -83,6 +86,9 @@ struct wport {
 	unsigned int inflight;
 	bool retired;
 	bool dead;            /* reads fail: the netdev is gone */
+	/* vhost-user: this worker's guest TX rings (queue pair q = ring 2q+1) */
+	struct op *kick[VHU_MAX_QUEUE_PAIRS];  /* the armed kick read, or NULL */
+	uint64_t kick_val[VHU_MAX_QUEUE_PAIRS];
 };
 
 struct wsock {
@@ -108,6 +114,7 @@ struct op {
 	bool in_use;
 	struct wsock *sock;
 	struct wport *wport;
+	unsigned int queue;   /* OP_VHOST_*: the queue pair */
 	struct wg_pkt *pkt;
 	struct send_batch *batch;
 	struct msghdr msg;
@@ -506,12 +513,16 @@ static void wport_release(struct wg_worker *w, struct wport *wp)
 	}
 }
 
+static void vhost_follow(struct wg_worker *w, struct wport *wp);
+
 static void wport_retire(struct wg_worker *w, struct wport *wp)
 {
 	struct io_uring_sqe *sqe;
 
 	wp->retired = true;
-	if (wp->reads && prepare(w, OP_CANCEL, &sqe))
+	if (wp->port->vhost)
+		vhost_follow(w, wp); /* cancels the kick reads */
+	else if (wp->reads && prepare(w, OP_CANCEL, &sqe))
 		io_uring_prep_cancel_fd(sqe, wp->fd, IORING_ASYNC_CANCEL_ALL);
 	wport_release(w, wp);
 }
@@ -532,7 +543,7 @@ static void follow_ports(struct wg_worker *w)
 			wport_retire(w, wp);
 			wp = NULL;
 		}
-		if (port && !wp && port->n_fds > w->id) {
+		if (port && !wp && (port->vhost || port->n_fds > w->id)) {
 			wp = calloc(1, sizeof(*wp));
 			if (!wp) {
 				log_error("worker %d: no memory to serve port %s", w->id, port->cfg.name);
@@ -546,6 +557,9 @@ static void follow_ports(struct wg_worker *w)
 		if (wp)
 			w->active[w->n_active++] = wp;
 	}
+	for (unsigned int i = 0; i < w->n_active; i++)
+		if (w->active[i]->port->vhost)
+			vhost_follow(w, w->active[i]);
 }
 
 static bool arm_port_read(struct wg_worker *w, struct wport *wp)
@@ -592,6 +606,89 @@ static void port_write(struct wg_worker *w, struct wport *wp, struct wg_pkt *p, 
 	port_count(c, tx_bytes, len - PORT_VNET_LEN);
 }
 
+/* --- vhost-user ports: guest rings --- */
+
+static unsigned int split_super(struct wg_worker *w, struct wg_pkt *p,
+				const struct tun_offload_info *info, enum port_drop *why);
+
+/* Whether the guest negotiated what the virtio-net header h asks of it. */
+static bool vhost_guest_takes(const struct wg_port *port, const struct tun_vnet_hdr *h)
+{
+	uint64_t f = port->vhost->vdev.features;
+	unsigned int gso = h->gso_type & ~VIRTIO_NET_HDR_GSO_ECN;
+
+	if ((h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) && !(f & (1ull << VIRTIO_NET_F_GUEST_CSUM)))
+		return false;
+	if (gso == VIRTIO_NET_HDR_GSO_TCPV4)
+		return f & (1ull << VIRTIO_NET_F_GUEST_TSO4);
+	if (gso == VIRTIO_NET_HDR_GSO_TCPV6)
+		return f & (1ull << VIRTIO_NET_F_GUEST_TSO6);
+	return gso == VIRTIO_NET_HDR_GSO_NONE;
+}
+
+/* Places one frame (with its virtio-net header h) in the guest's RX ring
+ * of this worker's queue pair, under that ring's lock (workers share the
+ * guest's queues when it has fewer than there are workers). */
+static void vhost_output(struct wg_worker *w, struct wg_port *port, const struct tun_vnet_hdr *h,
+			 const uint8_t *frame, uint32_t len)
+{
+	struct wg_vhost *v = port->vhost;
+	unsigned int pairs = vhu_ring_count(&v->vdev) / 2, q = pairs ? (unsigned int)w->id % pairs : 0;
+	struct virtq *vq;
+	bool notify = false;
+	int r = -ENOBUFS;
+
+	if (pairs && !vhu_ring_ready(&v->vdev, 2 * q))
+		q = 0;
+	if (pairs && vhu_ring_ready(&v->vdev, 2 * q)) {
+		vq = vhu_ring_vq(&v->vdev, 2 * q);
+		pthread_spin_lock(&v->rx_lock[q]);
+		r = virtq_net_rx_write(vq, (const struct virtio_net_hdr *)h, frame, len);
+		notify = r > 0 && virtq_should_notify(vq);
+		pthread_spin_unlock(&v->rx_lock[q]);
+		if (notify)
+			virtq_notify(vq);
+	}
+	if (r > 0) {
+		port_count(&port->counters, tx_packets, 1);
+		port_count(&port->counters, tx_bytes, len);
+	} else if (r == -EIO) {
+		port_count_drop(&port->counters, PORT_DROP_tx_error);
+		wg_vhost_report_broken(port);
+	} else {
+		port_count_drop(&port->counters, r == -EMSGSIZE ? PORT_DROP_too_big : PORT_DROP_no_buffer);
+	}
+}
+
+/* A super-packet or checksum-offloaded packet for a guest that did not
+ * negotiate taking it so: split, checksums done, one frame each. */
+static void vhost_output_split(struct wg_worker *w, struct wg_port *port, struct wg_pkt *p,
+			       uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet)
+{
+	static const struct tun_vnet_hdr none;
+	struct tun_offload_info info;
+	enum port_drop why;
+	unsigned int n;
+
+	/* Offloaded packets always sit at the payload of their own buffer. */
+	if (ip != wg_pkt_payload(p) || tun_offload_parse_hdr(vnet, ip, len, &info)) {
+		port_count_drop(&port->counters, PORT_DROP_malformed);
+		return;
+	}
+	p->refs++; /* split_super consumes one: the caller keeps its own */
+	n = split_super(w, p, &info, &why);
+	if (!n)
+		port_count_drop(&port->counters, why);
+	for (unsigned int i = 0; i < n; i++) {
+		uint8_t *seg = wg_pkt_payload(w->seg_pkts[i]);
+
+		frame_eth_header(seg - FRAME_ETH_HLEN, port->cfg.vm_mac, port->ndp.router_mac,
+				 seg[0] >> 4);
+		vhost_output(w, port, &none, seg - FRAME_ETH_HLEN, w->seg_pkts[i]->len + FRAME_ETH_HLEN);
+		pkt_put(w, w->seg_pkts[i]);
+	}
+}
+
 /* Sends the IP packet ip[0, len) of p to the VM of port: an Ethernet header
  * from the router in front, and a virtio-net header: vnet (a coalesced
  * super-packet's, whose offsets count from the IP header) or none. */
@@ -616,7 +713,15 @@ static void port_output(struct wg_worker *w, struct wg_port *port, struct wg_pkt
 		port_count_drop(&port->counters, PORT_DROP_too_big);
 		return;
 	}
+	if (port->vhost && !vhost_guest_takes(port, &h)) {
+		vhost_output_split(w, port, p, ip, len, vnet);
+		return;
+	}
 	frame_eth_header(ip - FRAME_ETH_HLEN, port->cfg.vm_mac, port->ndp.router_mac, ip[0] >> 4);
+	if (port->vhost) {
+		vhost_output(w, port, &h, ip - FRAME_ETH_HLEN, len + FRAME_ETH_HLEN);
+		return;
+	}
 	memcpy(ip - PORT_L2_LEN, &h, sizeof(h));
 	port_write(w, wp, p, ip - PORT_L2_LEN, len + PORT_L2_LEN);
 }
@@ -693,7 +798,11 @@ static bool port_neighbour(struct wg_worker *w, struct wport *wp, const uint8_t 
 	out = wg_pkt_payload(r) - FRAME_ETH_HLEN;
 	v = ndp_handle(&port->ndp, &port->ndp_state, wg_clock_now() / NSEC_PER_MSEC, frame, len,
 		       out, r->cap - WG_PKT_TAILROOM - (r->off - FRAME_ETH_HLEN), &rlen);
-	if (v == NDP_REPLY) {
+	if (v == NDP_REPLY && port->vhost) {
+		static const struct tun_vnet_hdr none;
+
+		vhost_output(w, port, &none, out, (uint32_t)rlen);
+	} else if (v == NDP_REPLY) {
 		memset(out - PORT_VNET_LEN, 0, PORT_VNET_LEN);
 		port_write(w, wp, r, out - PORT_VNET_LEN, (uint32_t)rlen + PORT_VNET_LEN);
 	} else if (ndp_verdict_is_drop(v)) {
@@ -809,6 +918,136 @@ static void port_received(struct wg_worker *w, struct wport *wp, struct wg_pkt *
 		route_offloaded(w, wp, p, &ip, &info, &vnet);
 	else
 		route_from_port(w, p, &ip);
+}
+
+/* --- vhost-user ports: guest TX rings --- */
+
+enum { VHOST_DRAIN_BUDGET = 256 }; /* frames per ring per turn */
+
+static struct virtq *vhost_tx_ring(struct wport *wp, unsigned int q)
+{
+	struct vhu_dev *vdev = &wp->port->vhost->vdev;
+
+	return vhu_ring_ready(vdev, 2 * q + 1) ? vhu_ring_vq(vdev, 2 * q + 1) : NULL;
+}
+
+static void vhost_arm_kick(struct wg_worker *w, struct wport *wp, unsigned int q)
+{
+	struct io_uring_sqe *sqe;
+	struct op *op = prepare(w, OP_VHOST_KICK, &sqe);
+
+	if (!op)
+		return;
+	op->wport = wp;
+	op->queue = q;
+	wp->inflight++;
+	wp->kick[q] = op;
+	io_uring_prep_read(sqe, vhu_ring_kick_fd(&wp->port->vhost->vdev, 2 * q + 1),
+			   &wp->kick_val[q], sizeof(wp->kick_val[q]), 0);
+}
+
+/* Comes back to ring q at the next loop turn (a no-op's completion). */
+static void vhost_schedule_drain(struct wg_worker *w, struct wport *wp, unsigned int q)
+{
+	struct io_uring_sqe *sqe;
+	struct op *op = prepare(w, OP_VHOST_DRAIN, &sqe);
+
+	if (!op)
+		return;
+	op->wport = wp;
+	op->queue = q;
+	wp->inflight++;
+	io_uring_prep_nop(sqe);
+}
+
+/* Takes the guest's frames from TX ring q, each into its own buffer with
+ * its IP packet at WG_PKT_FRONT, as a tap read would have put it. */
+static void vhost_drain(struct wg_worker *w, struct wport *wp, unsigned int q)
+{
+	struct virtq *vq = vhost_tx_ring(wp, q);
+	struct port_counters *c = &wp->port->counters;
+	bool more = true;
+
+	if (!vq)
+		return;
+	for (unsigned int n = 0; n < VHOST_DRAIN_BUDGET; n++) {
+		struct wg_pkt *p = pkt_get(w);
+		uint8_t *buf;
+		int got;
+
+		if (!p)
+			break; /* the frame waits in the ring */
+		buf = wg_pkt_payload(p) - FRAME_ETH_HLEN - vq->hdr_len;
+		got = virtq_net_tx_read(vq, buf, p->cap - WG_PKT_TAILROOM - (uint32_t)(buf - p->data));
+		if (got <= 0 || (size_t)got < vq->hdr_len) {
+			pkt_put(w, p);
+			if (got == 0) {
+				more = false;
+				break;
+			}
+			if (got == -EIO) {
+				log_ratelimited(WG_LOG_ERROR, "port %s: guest broke TX ring %u: %s",
+						wp->port->cfg.name, q, vq->why ? vq->why : "?");
+				wg_vhost_report_broken(wp->port);
+				return;
+			}
+			port_count_drop(c, got == -EMSGSIZE ? PORT_DROP_too_big : PORT_DROP_malformed);
+			continue;
+		}
+		/* The 12-byte header's num_buffers means nothing on TX: keep
+		 * the 10-byte header right in front of the frame. */
+		if (vq->hdr_len > PORT_VNET_LEN)
+			memmove(buf + vq->hdr_len - PORT_VNET_LEN, buf, PORT_VNET_LEN);
+		port_received(w, wp, p, (uint32_t)got - vq->hdr_len + PORT_VNET_LEN);
+	}
+	if (virtq_should_notify(vq))
+		virtq_notify(vq);
+	if (more)
+		vhost_schedule_drain(w, wp, q); /* out of budget or of buffers */
+}
+
+/* The rings of a vhost-user port changed (or the port is new): drop the
+ * kick reads armed on the old eventfds and arm them for the rings that are
+ * ready now, draining each once in case the guest queued before. */
+static void vhost_follow(struct wg_worker *w, struct wport *wp)
+{
+	unsigned int pairs = vhu_ring_count(&wp->port->vhost->vdev) / 2;
+
+	for (unsigned int q = 0; q < VHU_MAX_QUEUE_PAIRS; q++) {
+		struct io_uring_sqe *sqe;
+
+		if (wp->kick[q] && prepare(w, OP_CANCEL, &sqe))
+			io_uring_prep_cancel(sqe, wp->kick[q], 0);
+		wp->kick[q] = NULL;
+		if (wp->retired || q >= pairs || q % (unsigned int)w->dev->n_workers != (unsigned int)w->id ||
+		    !vhost_tx_ring(wp, q))
+			continue;
+		vhost_arm_kick(w, wp, q);
+		vhost_schedule_drain(w, wp, q);
+	}
+}
+
+static void vhost_completed(struct wg_worker *w, struct op *op, int res)
+{
+	struct wport *wp = op->wport;
+	unsigned int q = op->queue;
+
+	wp->inflight--;
+	if (op->type == OP_VHOST_KICK) {
+		if (wp->kick[q] != op)
+			goto out; /* cancelled: the ring moved on */
+		wp->kick[q] = NULL;
+		if (res < 0 && res != -EINTR && res != -EAGAIN)
+			goto out;
+	}
+	if (!wp->retired && !atomic_load(&w->dev->stopping) && vhost_tx_ring(wp, q)) {
+		if (op->type == OP_VHOST_KICK)
+			vhost_arm_kick(w, wp, q);
+		/* A drain no-op may be one of several: take what is there. */
+		vhost_drain(w, wp, q);
+	}
+out:
+	wport_release(w, wp);
 }
 
 /* Writes this batch's coalesced TCP packets to the TUN or their VM. */
@@ -1038,6 +1277,10 @@ static void complete(struct wg_worker *w, struct op *op, int res)
 		pkt_put(w, p);
 		wport_release(w, op->wport);
 		break;
+	case OP_VHOST_KICK:
+	case OP_VHOST_DRAIN:
+		vhost_completed(w, op, res);
+		break;
 	case OP_WAKE:
 		follow_sockets(w);
 		if (!atomic_load(&dev->stopping))
@@ -1072,7 +1315,8 @@ static void refill(struct wg_worker *w)
 	for (unsigned int i = 0; i < w->n_active; i++) {
 		struct wport *wp = w->active[i];
 
-		while (!wp->dead && wp->reads < (wp->port->offload ? PORT_READS_TSO : PORT_READS) &&
+		while (!wp->port->vhost && !wp->dead &&
+		       wp->reads < (wp->port->offload ? PORT_READS_TSO : PORT_READS) &&
 		       arm_port_read(w, wp))
 			;
 	}

@@ -1,0 +1,207 @@
+/* One thread per vhost-user port: accept (or connect), read a message,
+ * apply it with the workers held off, reply, and on disconnect reset the
+ * device state so that the VMM can come back. */
+#include "wg/vhost_port.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "wg/device.h"
+#include "wg/log.h"
+#include "wg/ports.h"
+
+struct vhost_ctx {
+	struct wg_device *dev;
+	struct wg_port *port;
+};
+
+/* Workers re-read the rings they serve at their next batch. */
+static void rings_changed(struct wg_device *dev)
+{
+	atomic_fetch_add(&dev->ports_gen, 1);
+	wg_device_kick_workers(dev);
+}
+
+static void disconnect(struct wg_device *dev, struct wg_port *port, const char *why)
+{
+	struct wg_vhost *v = port->vhost;
+
+	pthread_rwlock_wrlock(&dev->lock);
+	vhu_dev_reset(&v->vdev);
+	atomic_store(&v->connected, false);
+	atomic_store(&v->broken, false);
+	pthread_rwlock_unlock(&dev->lock);
+	close(v->conn_fd);
+	v->conn_fd = -1;
+	rings_changed(dev);
+	log_info("port %s: vhost-user frontend disconnected (%s)", port->cfg.name, why);
+}
+
+static void connected(struct wg_port *port, int fd)
+{
+	port->vhost->conn_fd = fd;
+	atomic_store(&port->vhost->connected, true);
+	log_info("port %s: vhost-user frontend connected", port->cfg.name);
+}
+
+/* One message: read outside the lock (it may wait for a slow sender),
+ * applied inside it, answered outside it again. */
+static void serve_message(struct wg_device *dev, struct wg_port *port)
+{
+	struct wg_vhost *v = port->vhost;
+	struct vhu_result res = { 0 };
+	struct vhu_msg msg, reply;
+	int r = vhu_read_msg(v->conn_fd, &msg);
+
+	if (r == -EAGAIN)
+		return;
+	if (r <= 0) {
+		disconnect(dev, port, r == 0 ? "closed by the frontend" : "unreadable message");
+		return;
+	}
+	pthread_rwlock_wrlock(&dev->lock);
+	r = vhu_dispatch(&v->vdev, &msg, &reply, &res);
+	pthread_rwlock_unlock(&dev->lock);
+	if (r < 0)
+		log_ratelimited(WG_LOG_ERROR, "port %s: %s refused: %s", port->cfg.name,
+				vhu_request_name(msg.hdr.request), res.why ? res.why : strerror(-r));
+	if (res.reply && vhu_send_reply(v->conn_fd, &reply) < 0)
+		res.disconnect = true;
+	if (res.disconnect) {
+		disconnect(dev, port, res.why ? res.why : "protocol error");
+		return;
+	}
+	if (res.changed)
+		rings_changed(dev);
+}
+
+static void *vhost_thread(void *arg)
+{
+	struct vhost_ctx ctx = *(struct vhost_ctx *)arg;
+	struct wg_port *port = ctx.port;
+	struct wg_vhost *v = port->vhost;
+	int timeout;
+
+	free(arg);
+	while (!atomic_load(&v->stop)) {
+		struct pollfd pfd[2] = { { .fd = v->wake_fd, .events = POLLIN } };
+		int sock = v->conn_fd >= 0 ? v->conn_fd : v->listen_fd;
+
+		if (v->conn_fd < 0 && v->listen_fd < 0) {
+			int fd = vhu_connect(port->cfg.path);
+
+			if (fd >= 0)
+				connected(port, fd);
+			sock = fd;
+		}
+		pfd[1] = (struct pollfd){ .fd = sock, .events = POLLIN };
+		timeout = sock < 0 ? WG_VHOST_RECONNECT_MS : -1;
+		if (poll(pfd, 2, timeout) < 0 && errno != EINTR)
+			break;
+		if (pfd[0].revents) {
+			uint64_t n;
+
+			if (read(v->wake_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+				break;
+			if (atomic_load(&v->broken) && v->conn_fd >= 0)
+				disconnect(ctx.dev, port, "the guest broke a ring rule");
+			continue;
+		}
+		if (!pfd[1].revents)
+			continue;
+		if (v->conn_fd >= 0) {
+			serve_message(ctx.dev, port);
+		} else {
+			int fd = accept4(v->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+			if (fd >= 0)
+				connected(port, fd);
+		}
+	}
+	return NULL;
+}
+
+int wg_vhost_start(struct wg_device *dev, struct wg_port *port)
+{
+	struct wg_vhost *v = calloc(1, sizeof(*v));
+	struct vhost_ctx *ctx = calloc(1, sizeof(*ctx));
+	int err;
+
+	if (!v || !ctx) {
+		free(v);
+		free(ctx);
+		return -ENOMEM;
+	}
+	port->vhost = v;
+	vhu_dev_init(&v->vdev, VHU_FEATURES_DEFAULT, (uint32_t)dev->n_workers);
+	for (int i = 0; i < VHU_MAX_QUEUE_PAIRS; i++)
+		pthread_spin_init(&v->rx_lock[i], PTHREAD_PROCESS_PRIVATE);
+	v->conn_fd = -1;
+	v->listen_fd = -1;
+	v->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (v->wake_fd < 0) {
+		free(ctx);
+		return -errno;
+	}
+	if (port->cfg.server) {
+		v->listen_fd = vhu_listen(port->cfg.path);
+		if (v->listen_fd < 0) {
+			free(ctx);
+			return v->listen_fd;
+		}
+	}
+	ctx->dev = dev;
+	ctx->port = port;
+	err = pthread_create(&v->thread, NULL, vhost_thread, ctx);
+	if (err) {
+		free(ctx);
+		return -err;
+	}
+	v->thread_started = true;
+	return 0;
+}
+
+static void wake(struct wg_vhost *v)
+{
+	uint64_t one = 1;
+
+	if (write(v->wake_fd, &one, sizeof(one)) < 0)
+		log_error("cannot wake a vhost-user thread: %s", strerror(errno));
+}
+
+void wg_vhost_report_broken(struct wg_port *port)
+{
+	if (!atomic_exchange(&port->vhost->broken, true))
+		wake(port->vhost);
+}
+
+void wg_vhost_stop(struct wg_port *port)
+{
+	struct wg_vhost *v = port->vhost;
+
+	if (!v)
+		return;
+	if (v->thread_started) {
+		atomic_store(&v->stop, true);
+		wake(v);
+		pthread_join(v->thread, NULL);
+	}
+	vhu_dev_free(&v->vdev);
+	if (v->conn_fd >= 0)
+		close(v->conn_fd);
+	if (v->listen_fd >= 0) {
+		close(v->listen_fd);
+		unlink(port->cfg.path);
+	}
+	if (v->wake_fd >= 0)
+		close(v->wake_fd);
+	for (int i = 0; i < VHU_MAX_QUEUE_PAIRS; i++)
+		pthread_spin_destroy(&v->rx_lock[i]);
+	free(v);
+	port->vhost = NULL;
+}
