@@ -26,6 +26,7 @@
 #include "daemon/notify.h"
 #include "tun/netlink.h"
 #include "tun/offload.h"
+#include "tun/port_text.h"
 #include "tun/tun.h"
 #include "wg/clock.h"
 #include "wg/device.h"
@@ -117,16 +118,56 @@ static void setup_offloads(int fd)
 	}
 }
 
+/* The ports of a ports file, so that a host's VM ports survive a restart.
+ * 0, or -1 after logging what is wrong. */
+static int load_ports(struct wg_device *dev, const char *path)
+{
+	struct port_config *cfgs = NULL;
+	const char *why = NULL;
+	size_t n = 0, len = 0;
+	char *text = NULL;
+	int line = 0, err = -1;
+	FILE *f = fopen(path, "r");
+
+	if (!f || getdelim(&text, &len, '\0', f) < 0) {
+		log_error("ports file %s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (port_text_parse_file(text, strlen(text), &cfgs, &n, &line, &why)) {
+		log_error("ports file %s:%d: %s", path, line, why ? why : "invalid");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		int e = wg_device_port_add(dev, &cfgs[i]);
+
+		if (e) {
+			log_error("ports file %s: port %s: %s", path, cfgs[i].name, strerror(-e));
+			goto out;
+		}
+	}
+	log_info("%zu port%s from %s", n, n == 1 ? "" : "s", path);
+	err = 0;
+out:
+	if (f)
+		fclose(f);
+	free(text);
+	free(cfgs);
+	return err;
+}
+
 static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
-		"Usage: %s [-f/--foreground] INTERFACE-NAME\n"
+		"Usage: %s [-f/--foreground] [--ports FILE] INTERFACE-NAME\n"
 		"\n"
 		"Creates the TUN interface INTERFACE-NAME and serves the WireGuard\n"
 		"configuration socket /var/run/wireguard/INTERFACE-NAME.sock, as\n"
 		"wireguard-go does; configure it with wg(8) or wg-quick(8).\n"
 		"\n"
 		"  -f, --foreground  stay in the foreground (also WG_PROCESS_FOREGROUND=1)\n"
+		"  -p, --ports FILE  add the VM ports of a ports file at start-up ([Port]\n"
+		"                    sections, see docs/cli.md); a bad file\n"
+		"                    or a port that cannot be opened stops weftd\n"
 		"  -h, --help        show this help\n"
 		"  -v, --version     show the version\n"
 		"\n"
@@ -204,6 +245,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "ports", required_argument, NULL, 'p' },
 		{ "version", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -216,13 +258,17 @@ int main(int argc, char **argv)
 	struct tun_link_watch *watch = NULL;
 	struct wg_device *dev = NULL;
 	int c, ready_fd = -1, sig_fd, ret = 1, n_workers, n_open = 0;
+	const char *ports_file = NULL;
 	int tun_fds[WG_MAX_WORKERS], cpus[WG_MAX_WORKERS];
 	sigset_t mask;
 
-	while ((c = getopt_long(argc, argv, "fhv", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fhvp:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			foreground = true;
+			break;
+		case 'p':
+			ports_file = optarg;
 			break;
 		case 'h':
 			usage(stdout, argv[0]);
@@ -319,6 +365,8 @@ int main(int argc, char **argv)
 		log_error("Failed to listen on UAPI socket: %s", strerror(errno));
 		goto out;
 	}
+	if (ports_file && load_ports(dev, ports_file))
+		goto out;
 	watch = tun_link_watch_new(tun_link_index(name));
 	if (watch && tun_link_watch_gone(watch)) {
 		log_error("TUN device vanished");

@@ -303,6 +303,9 @@ ifname() { echo "wg${RUN_ID}$1"; }
 
 # --- daemons -----------------------------------------------------------------
 
+# DAEMON_ARGS: extra command-line arguments for the next start_daemon calls.
+DAEMON_ARGS=()
+
 # start_daemon IMPL NS IFNAME [VAR=VALUE...]: runs the implementation in the
 # foreground (as a background job of this script) inside NS, logging to
 # $WORK/daemon-IFNAME.log, and waits (bounded) for its UAPI socket and TUN.
@@ -312,7 +315,7 @@ start_daemon() {
 	bin=$(impl_bin "$impl")
 	log="$WORK/daemon-$ifn.log"
 	ip netns exec "$ns" env WG_PROCESS_FOREGROUND=1 LOG_LEVEL="${DAEMON_LOG_LEVEL:-verbose}" \
-		"$@" "$bin" -f "$ifn" >"$log" 2>&1 &
+		"$@" "$bin" "${DAEMON_ARGS[@]}" -f "$ifn" >"$log" 2>&1 &
 	pid=$!
 	DAEMON_PID[$ifn]=$pid
 	DAEMON_NS[$ifn]=$ns

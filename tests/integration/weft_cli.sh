@@ -184,4 +184,20 @@ RC=0
 
 responsive "$NS_A" "$IF_A" || fail "weftd does not answer wg show after the weft requests"
 stop_daemon "$IF_A"
+
+step "weftd --ports FILE: a host's ports come back after a restart"
+wait_for 5 bash -c "! ip -n '$NS_A' link show '$TAP3' >/dev/null 2>&1" || fail "tap $TAP3 outlived weftd"
+DAEMON_ARGS=(--ports "$WORK/ports.conf")
+start_daemon "$IMPL_A" "$NS_A" "$IF_A"
+DAEMON_ARGS=()
+expect_rc 0 port list --json
+[[ $(jq length "$WORK/weft.out") == 2 ]] || fail "after a restart with --ports: $(cat "$WORK/weft.out")"
+ip -n "$NS_A" link show "$TAP3" >/dev/null || fail "no tap $TAP3 after a restart with --ports"
+expect_rc 0 port load "$WORK/ports.conf"
+grep -q "^0 added, 0 replaced, 0 removed, 2 unchanged$" <<<"$OUT" || fail "load after --ports: $OUT"
+stop_daemon "$IF_A"
+RC=0
+ip netns exec "$NS_A" timeout 10 "$WEFTD" -f --ports "$WORK/bad.conf" "${IF_A}x" >"$WORK/bad-start.log" 2>&1 || RC=$?
+((RC != 0 && RC != 124)) || fail "weftd started with a bad ports file (exit $RC)"
+grep -q "bad.conf:3" "$WORK/bad-start.log" || fail "weftd did not say what is wrong: $(cat "$WORK/bad-start.log")"
 pass
