@@ -52,7 +52,8 @@ enum {
 	SEGS_PER_READ = 48,    /* with TSO a read may become this many packets */
 	UDP_RECVS = 16,        /* per socket */
 	PORT_READS = 8,        /* per port queue */
-	PORT_READS_TSO = 4,    /* the same, of 64 KiB buffers */
+	PORT_READS_TSO = 16,   /* the same, of 64 KiB buffers, ... */
+	PORT_BIG_BUDGET = 64,  /* ... shared by all ports: the rest is the TUN's and UDP's */
 	N_OPS = 640,
 	N_BATCHES = 256,
 	MAX_SEGS = 64,         /* datagrams per GSO send (kernel allows 128) */
@@ -1314,9 +1315,14 @@ static void refill(struct wg_worker *w)
 			arm_udp_recv(w, cur[i]);
 	for (unsigned int i = 0; i < w->n_active; i++) {
 		struct wport *wp = w->active[i];
+		unsigned int tso_reads = PORT_BIG_BUDGET / w->n_active;
 
+		if (tso_reads > PORT_READS_TSO)
+			tso_reads = PORT_READS_TSO;
+		else if (!tso_reads)
+			tso_reads = 1;
 		while (!wp->port->vhost && !wp->dead &&
-		       wp->reads < (wp->port->offload ? PORT_READS_TSO : PORT_READS) &&
+		       wp->reads < (wp->port->offload ? tso_reads : PORT_READS) &&
 		       arm_port_read(w, wp))
 			;
 	}
