@@ -9,7 +9,9 @@
  *
  * Buffers come from two fixed pools (only touched pages count as memory):
  * big ones for reads of up to 64 KiB, small ones for single packets.
- * Staged packets are copied out so a slow handshake cannot starve reads. */
+ * Staged packets are copied out so a slow handshake cannot starve reads.
+ *
+ * The VM ports' data path (tap queues, guest rings) is in worker_port.c. */
 #include "wg/worker.h"
 
 #include <errno.h>
@@ -23,18 +25,16 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "ndp/ndp.h"
 #include "router/frame.h"
 #include "tun/offload.h"
-#include "wg/clock.h"
 #include "wg/device.h"
 #include "wg/log.h"
 #include "wg/peer.h"
 #include "wg/pktpool.h"
 #include "wg/ports.h"
-#include "wg/vhost_port.h"
 #include "wg/receive.h"
 #include "wg/send.h"
+#include "wg/worker_internal.h"
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
@@ -43,154 +43,9 @@
 #define UDP_GRO 104
 #endif
 
-enum {
-	BIG_POOL = 160,
-	SMALL_POOL = 1536,     /* single packets: TSO segments */
-	SMALL_CAP = 2048,      /* inner packets up to about 2000 bytes */
-	IDLE_TRIM_MS = 1000,   /* idle this long: give buffer pages back */
-	TUN_READS = 32,
-	SEGS_PER_READ = 48,    /* with TSO a read may become this many packets */
-	UDP_RECVS = 16,        /* per socket */
-	PORT_READS = 8,        /* per port queue */
-	PORT_READS_TSO = 16,   /* the same, of 64 KiB buffers, ... */
-	PORT_BIG_BUDGET = 64,  /* ... shared by all ports: the rest is the TUN's and UDP's */
-	N_OPS = 640,
-	N_BATCHES = 256,
-	MAX_SEGS = 64,         /* datagrams per GSO send (kernel allows 128) */
-	GSO_MAX_BYTES = 65000, /* UDP payload limit of one GSO send */
-	PENDING_MAX = 256,
-	RING_ENTRIES = 1024,
-	REAP_BATCH = 128,
-	MAX_SOCKS = 8,         /* two current, the rest retiring */
-};
-
-enum op_type {
-	OP_TUN_READ, OP_TUN_WRITE, OP_UDP_RECV, OP_UDP_SEND, OP_PORT_READ, OP_PORT_WRITE,
-	OP_VHOST_KICK,  /* a guest TX ring's kick eventfd fired */
-	OP_VHOST_DRAIN, /* (a no-op) go on draining a guest TX ring */
-	OP_WAKE, OP_CANCEL,
-};
-
-/* The bytes in front of an Ethernet frame on a port queue, and in front of
- * the IP packet inside it. */
-enum {
-	PORT_VNET_LEN = TUN_VNET_HDR_LEN,
-	PORT_L2_LEN = PORT_VNET_LEN + FRAME_ETH_HLEN,
-};
-_Static_assert((int)PORT_L2_LEN <= (int)WG_PKT_FRONT, "buffers leave room for a frame's headers");
-
-/* This worker's queue of a VM port. */
-struct wport {
-	struct wg_port *port; /* a reference, dropped when retired and idle */
-	int fd;
-	unsigned int reads;   /* armed reads */
-	unsigned int inflight;
-	bool retired;
-	bool dead;            /* reads fail: the netdev is gone */
-	/* vhost-user: this worker's guest TX rings (queue pair q = ring 2q+1) */
-	struct op *kick[VHU_MAX_QUEUE_PAIRS];  /* the armed kick read, or NULL */
-	uint64_t kick_val[VHU_MAX_QUEUE_PAIRS];
-};
-
-struct wsock {
-	int fd;             /* -1: slot free */
-	unsigned int recvs; /* armed receives */
-	unsigned int inflight;
-	bool retired;
-};
-
-/* One GSO send: a run of datagrams to one endpoint. */
-struct send_batch {
-	struct wg_pkt *pkts[MAX_SEGS];
-	struct iovec iov[MAX_SEGS];
-	unsigned int n;
-	union wg_sockaddr dst;
-	/* cmsghdr itself ends in a flexible array: align the bytes instead. */
-	_Alignas(struct cmsghdr) char cmsg[CMSG_SPACE(sizeof(uint16_t))];
-	struct send_batch *next;
-};
-
-struct op {
-	enum op_type type;
-	bool in_use;
-	struct wsock *sock;
-	struct wport *wport;
-	unsigned int queue;   /* OP_VHOST_*: the queue pair */
-	struct wg_pkt *pkt;
-	struct send_batch *batch;
-	struct msghdr msg;
-	struct iovec iov;
-	_Alignas(struct cmsghdr) char cmsg[CMSG_SPACE(sizeof(int))];
-	struct op *next;
-};
-
-/* Owned by the worker thread alone, but for wake_fd (anyone may kick). */
-struct wg_worker {
-	struct wg_tx tx;      /* the tx callbacks find the worker through it */
-	struct wg_device *dev;
-	int id;
-	int cpu;              /* -1: not pinned */
-	int tun_fd;
-	struct io_uring ring;
-	pthread_t thread;
-	int wake_fd;
-	uint64_t wake_val;
-	struct op *ops;
-	struct op *free_ops;
-	unsigned int ops_carved;    /* ops[] and batches[] are used in order */
-	unsigned int ops_in_use;
-	struct send_batch *batches;
-	struct send_batch *free_batches;
-	unsigned int batches_carved;
-	struct wg_pktpool big;      /* 64 KiB reads and coalesced writes */
-	struct wg_pktpool small;    /* single packets */
-	bool trimmed;               /* pools trimmed since the last traffic */
-	struct wg_pkt *gro_spare;   /* a big buffer for the next TCP packet */
-	struct tun_gro gro;         /* this batch's coalescing table */
-	struct tun_offload_seg segs[TUN_OFFLOAD_MAX_SEGS];
-	struct wg_pkt *seg_pkts[TUN_OFFLOAD_MAX_SEGS];
-	bool vnet;                  /* TUN frames carry a virtio-net header */
-	struct wg_pkt *pending[PENDING_MAX];
-	unsigned int n_pending;
-	unsigned int tun_reads;
-	struct wsock socks[MAX_SOCKS];
-	struct wsock *cur4, *cur6;
-	struct wport *wports[PORT_MAX]; /* by the device's port slot */
-	struct wport *active[PORT_MAX]; /* the same, packed */
-	unsigned int n_active;
-	uint64_t ports_gen;
-	bool gso;
-	bool dead_tun;
-};
-
-enum { POOL_BIG = 1, POOL_SMALL = 2 };
-
 static struct wg_worker *tx_worker(struct wg_tx *tx)
 {
 	return (struct wg_worker *)tx;
-}
-
-static struct wg_pkt *pkt_get(struct wg_worker *w)
-{
-	return wg_pktpool_get(&w->big);
-}
-
-/* A buffer for one packet of inner length len: small when it fits. */
-static struct wg_pkt *pkt_get_for(struct wg_worker *w, uint32_t len)
-{
-	if (WG_PKT_FRONT + len + WG_PKT_TAILROOM <= SMALL_CAP - sizeof(struct wg_pkt))
-		return wg_pktpool_get(&w->small);
-	return wg_pktpool_get(&w->big);
-}
-
-static void pkt_put(struct wg_worker *w, struct wg_pkt *p)
-{
-	if (--p->refs)
-		return;
-	if (!p->pooled)
-		free(p);
-	else
-		wg_pktpool_put(p->pool_id == POOL_SMALL ? &w->small : &w->big, p);
 }
 
 /* Ops and batches are taken from their arrays in order the first time, so
@@ -237,7 +92,7 @@ static struct io_uring_sqe *sqe_get(struct wg_worker *w)
 }
 
 /* An op with an SQE, or NULL (nothing taken) when either pool is dry. */
-static struct op *prepare(struct wg_worker *w, enum op_type type, struct io_uring_sqe **sqe)
+struct op *wg_worker_prepare(struct wg_worker *w, enum op_type type, struct io_uring_sqe **sqe)
 {
 	struct op *op = op_get(w, type);
 
@@ -256,7 +111,7 @@ static void arm_tun_read(struct wg_worker *w)
 {
 	struct io_uring_sqe *sqe;
 	struct wg_pkt *p = pkt_get(w);
-	struct op *op = p ? prepare(w, OP_TUN_READ, &sqe) : NULL;
+	struct op *op = p ? wg_worker_prepare(w, OP_TUN_READ, &sqe) : NULL;
 
 	if (!op) {
 		if (p)
@@ -277,7 +132,7 @@ static void arm_udp_recv(struct wg_worker *w, struct wsock *s)
 {
 	struct io_uring_sqe *sqe;
 	struct wg_pkt *p = pkt_get(w);
-	struct op *op = p ? prepare(w, OP_UDP_RECV, &sqe) : NULL;
+	struct op *op = p ? wg_worker_prepare(w, OP_UDP_RECV, &sqe) : NULL;
 
 	if (!op) {
 		if (p)
@@ -306,7 +161,7 @@ static void arm_wake(struct wg_worker *w)
 {
 	struct io_uring_sqe *sqe;
 
-	if (prepare(w, OP_WAKE, &sqe))
+	if (wg_worker_prepare(w, OP_WAKE, &sqe))
 		io_uring_prep_read(sqe, w->wake_fd, &w->wake_val, sizeof(w->wake_val), 0);
 }
 
@@ -329,7 +184,7 @@ static void send_run(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n, 
 		b = &w->batches[w->batches_carved++];
 	else if (b)
 		w->free_batches = b->next;
-	if (!s || !b || !(op = prepare(w, OP_UDP_SEND, &sqe))) {
+	if (!s || !b || !(op = wg_worker_prepare(w, OP_UDP_SEND, &sqe))) {
 		if (b) {
 			b->next = w->free_batches;
 			w->free_batches = b;
@@ -406,10 +261,10 @@ static void tx_release(struct wg_tx *tx, struct wg_pkt *p)
 }
 
 /* Writes data[0, len) of p to the TUN; p stays referenced until done. */
-static void tun_write(struct wg_worker *w, struct wg_pkt *p, uint8_t *data, uint32_t len)
+void wg_worker_tun_write(struct wg_worker *w, struct wg_pkt *p, uint8_t *data, uint32_t len)
 {
 	struct io_uring_sqe *sqe;
-	struct op *op = prepare(w, OP_TUN_WRITE, &sqe);
+	struct op *op = wg_worker_prepare(w, OP_TUN_WRITE, &sqe);
 
 	if (!op)
 		return;
@@ -448,7 +303,7 @@ static void sock_retire(struct wg_worker *w, struct wsock *s)
 	if (!s)
 		return;
 	s->retired = true;
-	if (prepare(w, OP_CANCEL, &sqe))
+	if (wg_worker_prepare(w, OP_CANCEL, &sqe))
 		io_uring_prep_cancel_fd(sqe, s->fd, IORING_ASYNC_CANCEL_ALL);
 	sock_release(w, s);
 }
@@ -495,247 +350,15 @@ static uint32_t gro_size(struct msghdr *msg)
 	return 0;
 }
 
-/* --- VM ports --- */
-
-static struct wport *wport_of(struct wg_worker *w, struct wg_port *port)
-{
-	struct wport *wp = w->wports[port->slot];
-
-	return wp && wp->port == port ? wp : NULL;
-}
-
-/* A retired queue is let go by its only user once nothing of ours is in
- * flight on it. */
-static void wport_release(struct wg_worker *w, struct wport *wp)
-{
-	if (wp->retired && !wp->inflight) {
-		wg_port_put(wp->port);
-		free(wp);
-	}
-}
-
-static void vhost_follow(struct wg_worker *w, struct wport *wp);
-
-static void wport_retire(struct wg_worker *w, struct wport *wp)
-{
-	struct io_uring_sqe *sqe;
-
-	wp->retired = true;
-	if (wp->port->vhost)
-		vhost_follow(w, wp); /* cancels the kick reads */
-	else if (wp->reads && prepare(w, OP_CANCEL, &sqe))
-		io_uring_prep_cancel_fd(sqe, wp->fd, IORING_ASYNC_CANCEL_ALL);
-	wport_release(w, wp);
-}
-
-/* The device's ports changed: serve the new ones, let go of the gone. */
-static void follow_ports(struct wg_worker *w)
-{
-	struct wg_device *dev = w->dev;
-
-	w->ports_gen = atomic_load(&dev->ports_gen);
-	w->n_active = 0;
-	for (int i = 0; i < PORT_MAX; i++) {
-		struct wg_port *port = dev->ports[i];
-		struct wport *wp = w->wports[i];
-
-		if (wp && wp->port != port) {
-			w->wports[i] = NULL;
-			wport_retire(w, wp);
-			wp = NULL;
-		}
-		if (port && !wp && (port->vhost || port->n_fds > w->id)) {
-			wp = calloc(1, sizeof(*wp));
-			if (!wp) {
-				log_error("worker %d: no memory to serve port %s", w->id, port->cfg.name);
-				continue;
-			}
-			wg_port_get(port);
-			wp->port = port;
-			wp->fd = port->fds[w->id];
-			w->wports[i] = wp;
-		}
-		if (wp)
-			w->active[w->n_active++] = wp;
-	}
-	for (unsigned int i = 0; i < w->n_active; i++)
-		if (w->active[i]->port->vhost)
-			vhost_follow(w, w->active[i]);
-}
-
-static bool arm_port_read(struct wg_worker *w, struct wport *wp)
-{
-	struct io_uring_sqe *sqe;
-	/* With TSO a frame may be a 64 KiB super-packet. */
-	struct wg_pkt *p = wp->port->offload ? pkt_get(w) : pkt_get_for(w, wp->port->cfg.mtu);
-	struct op *op = p ? prepare(w, OP_PORT_READ, &sqe) : NULL;
-
-	if (!op) {
-		if (p)
-			pkt_put(w, p);
-		return false;
-	}
-	op->pkt = p;
-	op->wport = wp;
-	/* The frame lands so that its IP packet starts at WG_PKT_FRONT. */
-	io_uring_prep_read(sqe, wp->fd, wg_pkt_payload(p) - PORT_L2_LEN,
-			   p->cap - WG_PKT_TAILROOM - (p->off - PORT_L2_LEN), 0);
-	wp->reads++;
-	wp->inflight++;
-	return true;
-}
-
-/* Writes the frame (behind its virtio-net header) at buf[0, len) of p to
- * the VM; p stays referenced until done. */
-static void port_write(struct wg_worker *w, struct wport *wp, struct wg_pkt *p, uint8_t *buf,
-		       uint32_t len)
-{
-	struct port_counters *c = &wp->port->counters;
-	struct io_uring_sqe *sqe;
-	struct op *op = prepare(w, OP_PORT_WRITE, &sqe);
-
-	if (!op) {
-		port_count_drop(c, PORT_DROP_no_buffer);
-		return;
-	}
-	p->refs++;
-	op->pkt = p;
-	op->wport = wp;
-	wp->inflight++;
-	io_uring_prep_write(sqe, wp->fd, buf, len, 0);
-	port_count(c, tx_packets, 1);
-	port_count(c, tx_bytes, len - PORT_VNET_LEN);
-}
-
-/* --- vhost-user ports: guest rings --- */
-
-static unsigned int split_super(struct wg_worker *w, struct wg_pkt *p,
-				const struct tun_offload_info *info, enum port_drop *why);
-
-/* Whether the guest negotiated what the virtio-net header h asks of it. */
-static bool vhost_guest_takes(const struct wg_port *port, const struct tun_vnet_hdr *h)
-{
-	uint64_t f = port->vhost->vdev.features;
-	unsigned int gso = h->gso_type & ~VIRTIO_NET_HDR_GSO_ECN;
-
-	if ((h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) && !(f & (1ull << VIRTIO_NET_F_GUEST_CSUM)))
-		return false;
-	if (gso == VIRTIO_NET_HDR_GSO_TCPV4)
-		return f & (1ull << VIRTIO_NET_F_GUEST_TSO4);
-	if (gso == VIRTIO_NET_HDR_GSO_TCPV6)
-		return f & (1ull << VIRTIO_NET_F_GUEST_TSO6);
-	return gso == VIRTIO_NET_HDR_GSO_NONE;
-}
-
-/* Places one frame (with its virtio-net header h) in the guest's RX ring
- * of this worker's queue pair, under that ring's lock (workers share the
- * guest's queues when it has fewer than there are workers). */
-static void vhost_output(struct wg_worker *w, struct wg_port *port, const struct tun_vnet_hdr *h,
-			 const uint8_t *frame, uint32_t len)
-{
-	struct wg_vhost *v = port->vhost;
-	unsigned int pairs = vhu_ring_count(&v->vdev) / 2, q = pairs ? (unsigned int)w->id % pairs : 0;
-	struct virtq *vq;
-	bool notify = false;
-	int r = -ENOBUFS;
-
-	if (pairs && !vhu_ring_ready(&v->vdev, 2 * q))
-		q = 0;
-	if (pairs && vhu_ring_ready(&v->vdev, 2 * q)) {
-		vq = vhu_ring_vq(&v->vdev, 2 * q);
-		pthread_spin_lock(&v->rx_lock[q]);
-		r = virtq_net_rx_write(vq, (const struct virtio_net_hdr *)h, frame, len);
-		notify = r > 0 && virtq_should_notify(vq);
-		pthread_spin_unlock(&v->rx_lock[q]);
-		if (notify)
-			virtq_notify(vq);
-	}
-	if (r > 0) {
-		port_count(&port->counters, tx_packets, 1);
-		port_count(&port->counters, tx_bytes, len);
-	} else if (r == -EIO) {
-		port_count_drop(&port->counters, PORT_DROP_tx_error);
-		wg_vhost_report_broken(port);
-	} else {
-		port_count_drop(&port->counters, r == -EMSGSIZE ? PORT_DROP_too_big : PORT_DROP_no_buffer);
-	}
-}
-
-/* A super-packet or checksum-offloaded packet for a guest that did not
- * negotiate taking it so: split, checksums done, one frame each. */
-static void vhost_output_split(struct wg_worker *w, struct wg_port *port, struct wg_pkt *p,
-			       uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet)
-{
-	static const struct tun_vnet_hdr none;
-	struct tun_offload_info info;
-	enum port_drop why;
-	unsigned int n;
-
-	/* Offloaded packets always sit at the payload of their own buffer. */
-	if (ip != wg_pkt_payload(p) || tun_offload_parse_hdr(vnet, ip, len, &info)) {
-		port_count_drop(&port->counters, PORT_DROP_malformed);
-		return;
-	}
-	p->refs++; /* split_super consumes one: the caller keeps its own */
-	n = split_super(w, p, &info, &why);
-	if (!n)
-		port_count_drop(&port->counters, why);
-	for (unsigned int i = 0; i < n; i++) {
-		uint8_t *seg = wg_pkt_payload(w->seg_pkts[i]);
-
-		frame_eth_header(seg - FRAME_ETH_HLEN, port->cfg.vm_mac, port->ndp.router_mac,
-				 seg[0] >> 4);
-		vhost_output(w, port, &none, seg - FRAME_ETH_HLEN, w->seg_pkts[i]->len + FRAME_ETH_HLEN);
-		pkt_put(w, w->seg_pkts[i]);
-	}
-}
-
-/* Sends the IP packet ip[0, len) of p to the VM of port: an Ethernet header
- * from the router in front, and a virtio-net header: vnet (a coalesced
- * super-packet's, whose offsets count from the IP header) or none. */
-static void port_output(struct wg_worker *w, struct wg_port *port, struct wg_pkt *p, uint8_t *ip,
-			uint32_t len, const struct tun_vnet_hdr *vnet)
-{
-	struct wport *wp = wport_of(w, port);
-	struct tun_vnet_hdr h = { 0 };
-
-	if (!wp) {
-		port_count_drop(&port->counters, PORT_DROP_no_route);
-		return;
-	}
-	if (vnet) {
-		h = *vnet;
-		if (h.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM)
-			h.csum_start = (uint16_t)(h.csum_start + FRAME_ETH_HLEN);
-		if (h.gso_type != VIRTIO_NET_HDR_GSO_NONE)
-			h.hdr_len = (uint16_t)(h.hdr_len + FRAME_ETH_HLEN);
-	}
-	if (h.gso_type == VIRTIO_NET_HDR_GSO_NONE && len > port->cfg.mtu) {
-		port_count_drop(&port->counters, PORT_DROP_too_big);
-		return;
-	}
-	if (port->vhost && !vhost_guest_takes(port, &h)) {
-		vhost_output_split(w, port, p, ip, len, vnet);
-		return;
-	}
-	frame_eth_header(ip - FRAME_ETH_HLEN, port->cfg.vm_mac, port->ndp.router_mac, ip[0] >> 4);
-	if (port->vhost) {
-		vhost_output(w, port, &h, ip - FRAME_ETH_HLEN, len + FRAME_ETH_HLEN);
-		return;
-	}
-	memcpy(ip - PORT_L2_LEN, &h, sizeof(h));
-	port_write(w, wp, p, ip - PORT_L2_LEN, len + PORT_L2_LEN);
-}
-
 /* The host's own packet (from the TUN) at ip[0, len) of p, or one the host
  * must route for a VM. */
-static void host_output(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t len)
+void wg_worker_host_output(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t len)
 {
 	if (w->vnet) {
 		memset(ip - TUN_VNET_HDR_LEN, 0, TUN_VNET_HDR_LEN);
-		tun_write(w, p, ip - TUN_VNET_HDR_LEN, len + TUN_VNET_HDR_LEN);
+		wg_worker_tun_write(w, p, ip - TUN_VNET_HDR_LEN, len + TUN_VNET_HDR_LEN);
 	} else {
-		tun_write(w, p, ip, len);
+		wg_worker_tun_write(w, p, ip, len);
 	}
 }
 
@@ -758,298 +381,12 @@ static void route_from_host(struct wg_worker *w, struct wg_pkt **pkts, unsigned 
 		wg_stat_add(&dev->stats, drop_no_route, n);
 	for (unsigned int i = 0; i < n; i++) {
 		if (hop)
-			port_output(w, wg_port_from_hop(hop), pkts[i], wg_pkt_payload(pkts[i]),
-				    pkts[i]->len, NULL);
+			wg_worker_port_output(w, wg_port_from_hop(hop), pkts[i],
+					      wg_pkt_payload(pkts[i]), pkts[i]->len, NULL);
 		pkt_put(w, pkts[i]);
 	}
 }
 
-/* A VM's IP packet, checked, at the payload of p: to a peer, another VM,
- * or the host. Consumes p. */
-static void route_from_port(struct wg_worker *w, struct wg_pkt *p, const struct frame_ip *ip)
-{
-	struct rt_hop *hop = rt_lookup(w->dev->allowed_ips, ip->family, ip->dst);
-
-	if (hop && hop->kind == RT_HOP_PEER) {
-		wg_send_to_peer(w->dev, wg_peer_from_hop(hop), &p, 1, &w->tx);
-		return;
-	}
-	if (hop)
-		port_output(w, wg_port_from_hop(hop), p, wg_pkt_payload(p), p->len, NULL);
-	else
-		host_output(w, p, wg_pkt_payload(p), p->len);
-	pkt_put(w, p);
-}
-
-/* ARP or ICMPv6 from the VM: true when the responder took it (answered,
- * consumed or dropped), false when it is for routing after all. */
-static bool port_neighbour(struct wg_worker *w, struct wport *wp, const uint8_t *frame,
-			   uint32_t len)
-{
-	struct wg_port *port = wp->port;
-	struct wg_pkt *r = pkt_get_for(w, NDP_REPLY_MAX);
-	enum ndp_verdict v;
-	size_t rlen = 0;
-	uint8_t *out;
-
-	if (!r) {
-		port_count_drop(&port->counters, PORT_DROP_no_buffer);
-		return true;
-	}
-	out = wg_pkt_payload(r) - FRAME_ETH_HLEN;
-	v = ndp_handle(&port->ndp, &port->ndp_state, wg_clock_now() / NSEC_PER_MSEC, frame, len,
-		       out, r->cap - WG_PKT_TAILROOM - (r->off - FRAME_ETH_HLEN), &rlen);
-	if (v == NDP_REPLY && port->vhost) {
-		static const struct tun_vnet_hdr none;
-
-		vhost_output(w, port, &none, out, (uint32_t)rlen);
-	} else if (v == NDP_REPLY) {
-		memset(out - PORT_VNET_LEN, 0, PORT_VNET_LEN);
-		port_write(w, wp, r, out - PORT_VNET_LEN, (uint32_t)rlen + PORT_VNET_LEN);
-	} else if (ndp_verdict_is_drop(v)) {
-		port_count_drop(&port->counters, PORT_DROP_ndp);
-	}
-	pkt_put(w, r);
-	return v != NDP_NOT_NDP;
-}
-
-static unsigned int split_super(struct wg_worker *w, struct wg_pkt *p,
-				const struct tun_offload_info *info, enum port_drop *why);
-
-/* A VM's super-packet (TSO) or checksum-offloaded packet, checked, at the
- * payload of p, with info from its virtio-net header (offsets from the IP
- * header): another VM and the host's vnet TUN take it whole, a peer gets
- * it split. Consumes p. */
-static void route_offloaded(struct wg_worker *w, struct wport *in, struct wg_pkt *p,
-			    const struct frame_ip *ip, const struct tun_offload_info *info,
-			    const struct tun_vnet_hdr *vnet)
-{
-	struct rt_hop *hop = rt_lookup(w->dev->allowed_ips, ip->family, ip->dst);
-	uint8_t *pkt = wg_pkt_payload(p);
-	enum port_drop why;
-	unsigned int n;
-
-	if (hop && hop->kind == RT_HOP_PORT) {
-		port_output(w, wg_port_from_hop(hop), p, pkt, p->len, vnet);
-	} else if (!hop && w->vnet) {
-		memcpy(pkt - TUN_VNET_HDR_LEN, vnet, TUN_VNET_HDR_LEN);
-		tun_write(w, p, pkt - TUN_VNET_HDR_LEN, p->len + TUN_VNET_HDR_LEN);
-	} else {
-		n = split_super(w, p, info, &why);
-		if (!n) {
-			port_count_drop(&in->port->counters, why);
-			return;
-		}
-		if (hop) {
-			wg_send_to_peer(w->dev, wg_peer_from_hop(hop), w->seg_pkts, n, &w->tx);
-			return;
-		}
-		for (unsigned int i = 0; i < n; i++) {
-			host_output(w, w->seg_pkts[i], wg_pkt_payload(w->seg_pkts[i]),
-				    w->seg_pkts[i]->len);
-			pkt_put(w, w->seg_pkts[i]);
-		}
-		return;
-	}
-	pkt_put(w, p);
-}
-
-/* Parses an offloaded frame's virtio-net header, with its offsets moved
- * from the frame's start to the IP header's. 0 or -errno. */
-static int parse_offload(uint8_t *frame, uint32_t len, struct tun_vnet_hdr *vnet,
-			 struct tun_offload_info *info)
-{
-	memcpy(vnet, frame - PORT_VNET_LEN, sizeof(*vnet));
-	if (vnet->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) {
-		if (vnet->csum_start < FRAME_ETH_HLEN)
-			return -EINVAL;
-		vnet->csum_start = (uint16_t)(vnet->csum_start - FRAME_ETH_HLEN);
-	}
-	vnet->hdr_len = vnet->hdr_len > FRAME_ETH_HLEN ? (uint16_t)(vnet->hdr_len - FRAME_ETH_HLEN) : 0;
-	return tun_offload_parse_hdr(vnet, frame + FRAME_ETH_HLEN, len - FRAME_ETH_HLEN, info);
-}
-
-/* A frame read from a VM's queue, behind its virtio-net header, with its IP
- * packet (if any) at the payload of p. Consumes p. */
-static void port_received(struct wg_worker *w, struct wport *wp, struct wg_pkt *p, uint32_t res)
-{
-	struct port_counters *c = &wp->port->counters;
-	uint8_t *frame = wg_pkt_payload(p) - FRAME_ETH_HLEN;
-	const struct tun_vnet_hdr *raw = (const void *)(frame - PORT_VNET_LEN);
-	uint32_t len = res - PORT_VNET_LEN;
-	bool offloaded = res > PORT_VNET_LEN && (raw->gso_type != VIRTIO_NET_HDR_GSO_NONE ||
-						  raw->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM);
-	enum frame_verdict v = FRAME_DROP;
-	enum port_drop why = PORT_DROP_malformed;
-	struct tun_offload_info info;
-	struct tun_vnet_hdr vnet;
-	struct frame_ip ip;
-
-	port_count(c, rx_packets, 1);
-	port_count(c, rx_bytes, res > PORT_VNET_LEN ? len : 0);
-	if (res > PORT_L2_LEN)
-		v = frame_classify(&wp->port->cfg, frame, len, &why);
-	if (v != FRAME_DROP && offloaded) {
-		if (parse_offload(frame, len, &vnet, &info)) {
-			v = FRAME_DROP;
-			why = PORT_DROP_malformed;
-		} else if (info.kind == TUN_OFFLOAD_CSUM) {
-			/* One packet: finish its checksum here and carry on as
-			 * if the VM had done it. */
-			struct tun_offload_seg seg = { .buf = p->data, .cap = p->cap - WG_PKT_TAILROOM };
-
-			if (tun_offload_split(&info, &seg, 1, p->off) < 0)
-				v = FRAME_DROP;
-			offloaded = false;
-		}
-	}
-	if (v == FRAME_NEIGHBOUR && !offloaded && port_neighbour(w, wp, frame, len)) {
-		pkt_put(w, p);
-		return;
-	}
-	if (v != FRAME_DROP)
-		v = frame_ip_check(&wp->port->cfg, frame, len, &ip, &why);
-	if (v == FRAME_DROP) {
-		port_count_drop(c, why);
-		pkt_put(w, p);
-		return;
-	}
-	p->len = ip.len;
-	if (offloaded)
-		route_offloaded(w, wp, p, &ip, &info, &vnet);
-	else
-		route_from_port(w, p, &ip);
-}
-
-/* --- vhost-user ports: guest TX rings --- */
-
-enum { VHOST_DRAIN_BUDGET = 256 }; /* frames per ring per turn */
-
-static struct virtq *vhost_tx_ring(struct wport *wp, unsigned int q)
-{
-	struct vhu_dev *vdev = &wp->port->vhost->vdev;
-
-	return vhu_ring_ready(vdev, 2 * q + 1) ? vhu_ring_vq(vdev, 2 * q + 1) : NULL;
-}
-
-static void vhost_arm_kick(struct wg_worker *w, struct wport *wp, unsigned int q)
-{
-	struct io_uring_sqe *sqe;
-	struct op *op = prepare(w, OP_VHOST_KICK, &sqe);
-
-	if (!op)
-		return;
-	op->wport = wp;
-	op->queue = q;
-	wp->inflight++;
-	wp->kick[q] = op;
-	io_uring_prep_read(sqe, vhu_ring_kick_fd(&wp->port->vhost->vdev, 2 * q + 1),
-			   &wp->kick_val[q], sizeof(wp->kick_val[q]), 0);
-}
-
-/* Comes back to ring q at the next loop turn (a no-op's completion). */
-static void vhost_schedule_drain(struct wg_worker *w, struct wport *wp, unsigned int q)
-{
-	struct io_uring_sqe *sqe;
-	struct op *op = prepare(w, OP_VHOST_DRAIN, &sqe);
-
-	if (!op)
-		return;
-	op->wport = wp;
-	op->queue = q;
-	wp->inflight++;
-	io_uring_prep_nop(sqe);
-}
-
-/* Takes the guest's frames from TX ring q, each into its own buffer with
- * its IP packet at WG_PKT_FRONT, as a tap read would have put it. */
-static void vhost_drain(struct wg_worker *w, struct wport *wp, unsigned int q)
-{
-	struct virtq *vq = vhost_tx_ring(wp, q);
-	struct port_counters *c = &wp->port->counters;
-	bool more = true;
-
-	if (!vq)
-		return;
-	for (unsigned int n = 0; n < VHOST_DRAIN_BUDGET; n++) {
-		struct wg_pkt *p = pkt_get(w);
-		uint8_t *buf;
-		int got;
-
-		if (!p)
-			break; /* the frame waits in the ring */
-		buf = wg_pkt_payload(p) - FRAME_ETH_HLEN - vq->hdr_len;
-		got = virtq_net_tx_read(vq, buf, p->cap - WG_PKT_TAILROOM - (uint32_t)(buf - p->data));
-		if (got <= 0 || (size_t)got < vq->hdr_len) {
-			pkt_put(w, p);
-			if (got == 0) {
-				more = false;
-				break;
-			}
-			if (got == -EIO) {
-				log_ratelimited(WG_LOG_ERROR, "port %s: guest broke TX ring %u: %s",
-						wp->port->cfg.name, q, vq->why ? vq->why : "?");
-				wg_vhost_report_broken(wp->port);
-				return;
-			}
-			port_count_drop(c, got == -EMSGSIZE ? PORT_DROP_too_big : PORT_DROP_malformed);
-			continue;
-		}
-		/* The 12-byte header's num_buffers means nothing on TX: keep
-		 * the 10-byte header right in front of the frame. */
-		if (vq->hdr_len > PORT_VNET_LEN)
-			memmove(buf + vq->hdr_len - PORT_VNET_LEN, buf, PORT_VNET_LEN);
-		port_received(w, wp, p, (uint32_t)got - vq->hdr_len + PORT_VNET_LEN);
-	}
-	if (virtq_should_notify(vq))
-		virtq_notify(vq);
-	if (more)
-		vhost_schedule_drain(w, wp, q); /* out of budget or of buffers */
-}
-
-/* The rings of a vhost-user port changed (or the port is new): drop the
- * kick reads armed on the old eventfds and arm them for the rings that are
- * ready now, draining each once in case the guest queued before. */
-static void vhost_follow(struct wg_worker *w, struct wport *wp)
-{
-	unsigned int pairs = vhu_ring_count(&wp->port->vhost->vdev) / 2;
-
-	for (unsigned int q = 0; q < VHU_MAX_QUEUE_PAIRS; q++) {
-		struct io_uring_sqe *sqe;
-
-		if (wp->kick[q] && prepare(w, OP_CANCEL, &sqe))
-			io_uring_prep_cancel(sqe, wp->kick[q], 0);
-		wp->kick[q] = NULL;
-		if (wp->retired || q >= pairs || q % (unsigned int)w->dev->n_workers != (unsigned int)w->id ||
-		    !vhost_tx_ring(wp, q))
-			continue;
-		vhost_arm_kick(w, wp, q);
-		vhost_schedule_drain(w, wp, q);
-	}
-}
-
-static void vhost_completed(struct wg_worker *w, struct op *op, int res)
-{
-	struct wport *wp = op->wport;
-	unsigned int q = op->queue;
-
-	wp->inflight--;
-	if (op->type == OP_VHOST_KICK) {
-		if (wp->kick[q] != op)
-			goto out; /* cancelled: the ring moved on */
-		wp->kick[q] = NULL;
-		if (res < 0 && res != -EINTR && res != -EAGAIN)
-			goto out;
-	}
-	if (!wp->retired && !atomic_load(&w->dev->stopping) && vhost_tx_ring(wp, q)) {
-		if (op->type == OP_VHOST_KICK)
-			vhost_arm_kick(w, wp, q);
-		/* A drain no-op may be one of several: take what is there. */
-		vhost_drain(w, wp, q);
-	}
-out:
-	wport_release(w, wp);
-}
 
 /* Writes this batch's coalesced TCP packets to the TUN or their VM. */
 static void gro_flush(struct wg_worker *w)
@@ -1061,10 +398,11 @@ static void gro_flush(struct wg_worker *w)
 		struct wg_pkt *p = out[i].cookie;
 
 		if (p->egress)
-			port_output(w, p->egress, p, out[i].data + TUN_VNET_HDR_LEN,
-				    (uint32_t)out[i].len - TUN_VNET_HDR_LEN, (const void *)out[i].data);
+			wg_worker_port_output(w, p->egress, p, out[i].data + TUN_VNET_HDR_LEN,
+					      (uint32_t)out[i].len - TUN_VNET_HDR_LEN,
+					      (const void *)out[i].data);
 		else
-			tun_write(w, p, out[i].data, (uint32_t)out[i].len);
+			wg_worker_tun_write(w, p, out[i].data, (uint32_t)out[i].len);
 		pkt_put(w, p); /* the table's reference */
 	}
 }
@@ -1087,9 +425,9 @@ static void deliver(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t
 	spare = w->gro_spare;
 	if (!coalesce || !spare) {
 		if (port)
-			port_output(w, port, p, ip, len, NULL);
+			wg_worker_port_output(w, port, p, ip, len, NULL);
 		else
-			host_output(w, p, ip, len);
+			wg_worker_host_output(w, p, ip, len);
 		return;
 	}
 	memcpy(spare->data + WG_PKT_FRONT, ip, len);
@@ -1138,8 +476,8 @@ static void udp_received(struct wg_worker *w, struct op *op, uint32_t len)
  * w->seg_pkts[0, n), the first in place, each packet at WG_PKT_FRONT of its
  * buffer. Returns n, or 0 when it was dropped (p and every segment
  * released), with *why no_buffer or malformed. */
-static unsigned int split_super(struct wg_worker *w, struct wg_pkt *p,
-				const struct tun_offload_info *info, enum port_drop *why)
+unsigned int wg_worker_split_super(struct wg_worker *w, struct wg_pkt *p,
+				   const struct tun_offload_info *info, enum port_drop *why)
 {
 	unsigned int n = info->n_segs, i;
 
@@ -1180,7 +518,7 @@ static void tun_read_vnet(struct wg_worker *w, struct wg_pkt *p, uint32_t res)
 		pkt_put(w, p);
 		return;
 	}
-	n = split_super(w, p, &info, &why);
+	n = wg_worker_split_super(w, p, &info, &why);
 	if (n)
 		route_from_host(w, w->seg_pkts, n);
 	else if (why == PORT_DROP_no_buffer)
@@ -1255,7 +593,7 @@ static void complete(struct wg_worker *w, struct op *op, int res)
 		op->wport->reads--;
 		op->wport->inflight--;
 		if (res > 0 && !op->wport->retired && !atomic_load(&dev->stopping)) {
-			port_received(w, op->wport, p, (uint32_t)res);
+			wport_received(w, op->wport, p, (uint32_t)res);
 		} else {
 			if (res < 0 && res != -EAGAIN && res != -EINTR && res != -ECANCELED &&
 			    !op->wport->dead) {
@@ -1280,7 +618,7 @@ static void complete(struct wg_worker *w, struct op *op, int res)
 		break;
 	case OP_VHOST_KICK:
 	case OP_VHOST_DRAIN:
-		vhost_completed(w, op, res);
+		wport_vhost_completed(w, op, res);
 		break;
 	case OP_WAKE:
 		follow_sockets(w);
@@ -1323,7 +661,7 @@ static void refill(struct wg_worker *w)
 			tso_reads = 1;
 		while (!wp->port->vhost && !wp->dead &&
 		       wp->reads < (wp->port->offload ? tso_reads : PORT_READS) &&
-		       arm_port_read(w, wp))
+		       wport_arm_read(w, wp))
 			;
 	}
 }
@@ -1443,7 +781,7 @@ static void *worker_thread(void *arg)
 		w->trimmed = false;
 		pthread_rwlock_rdlock(&dev->lock);
 		if (w->ports_gen != atomic_load(&dev->ports_gen))
-			follow_ports(w);
+			wg_worker_follow_ports(w);
 		while (reap(w) == REAP_BATCH)
 			;
 		gro_flush(w);

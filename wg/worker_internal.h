@@ -1,0 +1,184 @@
+/* What the worker core (worker.c) and its VM-port data path (worker_port.c)
+ * share: the worker's state, its io_uring ops, its buffer pools, and the
+ * few functions each file calls in the other. Private to those two files. */
+#ifndef WEFT_WG_WORKER_INTERNAL_H
+#define WEFT_WG_WORKER_INTERNAL_H
+
+#include <liburing.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+
+#include "router/frame.h"
+#include "tun/offload.h"
+#include "wg/pktpool.h"
+#include "wg/ports.h"
+#include "wg/send.h"
+#include "wg/vhost_port.h"
+
+enum {
+	BIG_POOL = 160,
+	SMALL_POOL = 1536,     /* single packets: TSO segments */
+	SMALL_CAP = 2048,      /* inner packets up to about 2000 bytes */
+	IDLE_TRIM_MS = 1000,   /* idle this long: give buffer pages back */
+	TUN_READS = 32,
+	SEGS_PER_READ = 48,    /* with TSO a read may become this many packets */
+	UDP_RECVS = 16,        /* per socket */
+	PORT_READS = 8,        /* per port queue */
+	PORT_READS_TSO = 16,   /* the same, of 64 KiB buffers, ... */
+	PORT_BIG_BUDGET = 64,  /* ... shared by all ports: the rest is the TUN's and UDP's */
+	N_OPS = 640,
+	N_BATCHES = 256,
+	MAX_SEGS = 64,         /* datagrams per GSO send (kernel allows 128) */
+	GSO_MAX_BYTES = 65000, /* UDP payload limit of one GSO send */
+	PENDING_MAX = 256,
+	RING_ENTRIES = 1024,
+	REAP_BATCH = 128,
+	MAX_SOCKS = 8,         /* two current, the rest retiring */
+};
+
+enum op_type {
+	OP_TUN_READ, OP_TUN_WRITE, OP_UDP_RECV, OP_UDP_SEND, OP_PORT_READ, OP_PORT_WRITE,
+	OP_VHOST_KICK,  /* a guest TX ring's kick eventfd fired */
+	OP_VHOST_DRAIN, /* (a no-op) go on draining a guest TX ring */
+	OP_WAKE, OP_CANCEL,
+};
+
+/* The bytes in front of an Ethernet frame on a port queue, and in front of
+ * the IP packet inside it. */
+enum {
+	PORT_VNET_LEN = TUN_VNET_HDR_LEN,
+	PORT_L2_LEN = PORT_VNET_LEN + FRAME_ETH_HLEN,
+};
+_Static_assert((int)PORT_L2_LEN <= (int)WG_PKT_FRONT, "buffers leave room for a frame's headers");
+
+/* This worker's queue of a VM port. */
+struct wport {
+	struct wg_port *port; /* a reference, dropped when retired and idle */
+	int fd;
+	unsigned int reads;   /* armed reads */
+	unsigned int inflight;
+	bool retired;
+	bool dead;            /* reads fail: the netdev is gone */
+	/* vhost-user: this worker's guest TX rings (queue pair q = ring 2q+1) */
+	struct op *kick[VHU_MAX_QUEUE_PAIRS];  /* the armed kick read, or NULL */
+	uint64_t kick_val[VHU_MAX_QUEUE_PAIRS];
+};
+
+struct wsock {
+	int fd;             /* -1: slot free */
+	unsigned int recvs; /* armed receives */
+	unsigned int inflight;
+	bool retired;
+};
+
+/* One GSO send: a run of datagrams to one endpoint. */
+struct send_batch {
+	struct wg_pkt *pkts[MAX_SEGS];
+	struct iovec iov[MAX_SEGS];
+	unsigned int n;
+	union wg_sockaddr dst;
+	/* cmsghdr itself ends in a flexible array: align the bytes instead. */
+	_Alignas(struct cmsghdr) char cmsg[CMSG_SPACE(sizeof(uint16_t))];
+	struct send_batch *next;
+};
+
+struct op {
+	enum op_type type;
+	bool in_use;
+	struct wsock *sock;
+	struct wport *wport;
+	unsigned int queue;   /* OP_VHOST_*: the queue pair */
+	struct wg_pkt *pkt;
+	struct send_batch *batch;
+	struct msghdr msg;
+	struct iovec iov;
+	_Alignas(struct cmsghdr) char cmsg[CMSG_SPACE(sizeof(int))];
+	struct op *next;
+};
+
+/* Owned by the worker thread alone, but for wake_fd (anyone may kick). */
+struct wg_worker {
+	struct wg_tx tx;      /* the tx callbacks find the worker through it */
+	struct wg_device *dev;
+	int id;
+	int cpu;              /* -1: not pinned */
+	int tun_fd;
+	struct io_uring ring;
+	pthread_t thread;
+	int wake_fd;
+	uint64_t wake_val;
+	struct op *ops;
+	struct op *free_ops;
+	unsigned int ops_carved;    /* ops[] and batches[] are used in order */
+	unsigned int ops_in_use;
+	struct send_batch *batches;
+	struct send_batch *free_batches;
+	unsigned int batches_carved;
+	struct wg_pktpool big;      /* 64 KiB reads and coalesced writes */
+	struct wg_pktpool small;    /* single packets */
+	bool trimmed;               /* pools trimmed since the last traffic */
+	struct wg_pkt *gro_spare;   /* a big buffer for the next TCP packet */
+	struct tun_gro gro;         /* this batch's coalescing table */
+	struct tun_offload_seg segs[TUN_OFFLOAD_MAX_SEGS];
+	struct wg_pkt *seg_pkts[TUN_OFFLOAD_MAX_SEGS];
+	bool vnet;                  /* TUN frames carry a virtio-net header */
+	struct wg_pkt *pending[PENDING_MAX];
+	unsigned int n_pending;
+	unsigned int tun_reads;
+	struct wsock socks[MAX_SOCKS];
+	struct wsock *cur4, *cur6;
+	struct wport *wports[PORT_MAX]; /* by the device's port slot */
+	struct wport *active[PORT_MAX]; /* the same, packed */
+	unsigned int n_active;
+	uint64_t ports_gen;
+	bool gso;
+	bool dead_tun;
+};
+
+enum { POOL_BIG = 1, POOL_SMALL = 2 };
+
+static inline struct wg_pkt *pkt_get(struct wg_worker *w)
+{
+	return wg_pktpool_get(&w->big);
+}
+
+/* A buffer for one packet of inner length len: small when it fits. */
+static inline struct wg_pkt *pkt_get_for(struct wg_worker *w, uint32_t len)
+{
+	if (WG_PKT_FRONT + len + WG_PKT_TAILROOM <= SMALL_CAP - sizeof(struct wg_pkt))
+		return wg_pktpool_get(&w->small);
+	return wg_pktpool_get(&w->big);
+}
+
+static inline void pkt_put(struct wg_worker *w, struct wg_pkt *p)
+{
+	if (--p->refs)
+		return;
+	if (!p->pooled)
+		free(p);
+	else
+		wg_pktpool_put(p->pool_id == POOL_SMALL ? &w->small : &w->big, p);
+}
+
+/* worker.c: the core */
+
+struct op *wg_worker_prepare(struct wg_worker *w, enum op_type type, struct io_uring_sqe **sqe);
+void wg_worker_tun_write(struct wg_worker *w, struct wg_pkt *p, uint8_t *data, uint32_t len);
+void wg_worker_host_output(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t len);
+unsigned int wg_worker_split_super(struct wg_worker *w, struct wg_pkt *p,
+				   const struct tun_offload_info *info, enum port_drop *why);
+
+/* worker_port.c: the VM ports */
+
+void wg_worker_follow_ports(struct wg_worker *w);
+bool wport_arm_read(struct wg_worker *w, struct wport *wp);
+void wport_release(struct wg_worker *w, struct wport *wp);
+void wport_received(struct wg_worker *w, struct wport *wp, struct wg_pkt *p, uint32_t res);
+void wport_vhost_completed(struct wg_worker *w, struct op *op, int res);
+void wg_worker_port_output(struct wg_worker *w, struct wg_port *port, struct wg_pkt *p,
+			   uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet);
+
+#endif
