@@ -12,6 +12,7 @@
  * access (QEMU seals its memfds against that); the socket is root-only. */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -460,6 +461,19 @@ static int get_vring_base(struct vhu_dev *dev, struct vhu_msg *msg, struct vhu_m
 
 /* The ring and fd of SET_VRING_KICK/CALL/ERR: *fd is the message's fd
  * (taken from it) or -1 with VHU_VRING_NOFD. */
+static bool is_eventfd(int fd)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return false;
+	link[n] = '\0';
+	return !strcmp(link, "anon_inode:[eventfd]");
+}
+
 static struct vhu_ring *vring_file(struct vhu_dev *dev, struct vhu_msg *msg,
 				   struct vhu_result *res, int *fd)
 {
@@ -477,6 +491,14 @@ static struct vhu_ring *vring_file(struct vhu_dev *dev, struct vhu_msg *msg,
 	if (!(v & VHU_VRING_NOFD)) {
 		*fd = msg->fds[0];
 		msg->fds[0] = -1;
+	}
+	/* A pipe at EOF or a plain file would make every kick read complete
+	 * at once: a worker spinning for as long as the frontend likes. */
+	if (*fd >= 0 && !is_eventfd(*fd)) {
+		close(*fd);
+		*fd = -1;
+		res->why = "a vring fd that is not an eventfd";
+		return NULL;
 	}
 	return r;
 }

@@ -4,6 +4,7 @@
 #include "wg/vhost_port.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,9 @@ static void disconnect(struct wg_device *dev, struct wg_port *port, const char *
 
 static void connected(struct wg_port *port, int fd)
 {
+	/* Non-blocking: a frontend that stalls mid-message is given a second
+	 * (vhu_read_msg), not the port's thread and the device lock. */
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	port->vhost->conn_fd = fd;
 	atomic_store(&port->vhost->connected, true);
 	log_info("port %s: vhost-user frontend connected", port->cfg.name);
