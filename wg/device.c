@@ -486,6 +486,7 @@ int wg_device_start(struct wg_device *dev)
 void wg_device_stop(struct wg_device *dev)
 {
 	atomic_store(&dev->stopping, true);
+	wg_ports_halt_backends(dev);
 	for (int i = 0; i < dev->n_workers; i++) {
 		wg_worker_stop(dev->workers[i]);
 		dev->workers[i] = NULL;
@@ -505,7 +506,7 @@ void wg_device_free(struct wg_device *dev)
 {
 	if (!dev)
 		return;
-	wg_ports_stop_backends(dev);
+	wg_ports_halt_backends(dev);
 	if (dev->identity) {
 		pthread_rwlock_wrlock(&dev->lock);
 		remove_all_peers(dev);

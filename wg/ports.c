@@ -333,11 +333,11 @@ int wg_device_port_list(struct wg_device *dev, struct port_info **out, size_t *n
 	return 0;
 }
 
-void wg_ports_stop_backends(struct wg_device *dev)
+void wg_ports_halt_backends(struct wg_device *dev)
 {
 	for (int i = 0; i < PORT_MAX; i++)
 		if (dev->ports[i])
-			wg_vhost_stop(dev->ports[i]);
+			wg_vhost_halt(dev->ports[i]);
 }
 
 void wg_ports_clear(struct wg_device *dev)

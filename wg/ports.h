@@ -48,10 +48,10 @@ void wg_port_put(struct wg_port *port);
 /* The NDP/ARP responder's view of a port configuration (defaults filled). */
 void wg_port_ndp_config(const struct port_config *cfg, struct ndp_port_config *ndp);
 
-/* At device teardown, workers stopped: first the vhost-user threads, with
- * no lock held (they take the device lock), then, with the write lock held,
- * every port. */
-void wg_ports_stop_backends(struct wg_device *dev);
+/* At device stop, before the workers stop: the vhost-user threads, with no
+ * lock held (they take the device lock and wake the workers). Then, at
+ * teardown with the write lock held, wg_ports_clear frees every port. */
+void wg_ports_halt_backends(struct wg_device *dev);
 void wg_ports_clear(struct wg_device *dev);
 
 #endif

@@ -184,17 +184,25 @@ void wg_vhost_report_broken(struct wg_port *port)
 		wake(port->vhost);
 }
 
+void wg_vhost_halt(struct wg_port *port)
+{
+	struct wg_vhost *v = port->vhost;
+
+	if (!v || !v->thread_started)
+		return;
+	atomic_store(&v->stop, true);
+	wake(v);
+	pthread_join(v->thread, NULL);
+	v->thread_started = false;
+}
+
 void wg_vhost_stop(struct wg_port *port)
 {
 	struct wg_vhost *v = port->vhost;
 
 	if (!v)
 		return;
-	if (v->thread_started) {
-		atomic_store(&v->stop, true);
-		wake(v);
-		pthread_join(v->thread, NULL);
-	}
+	wg_vhost_halt(port);
 	vhu_dev_free(&v->vdev);
 	if (v->conn_fd >= 0)
 		close(v->conn_fd);
