@@ -872,6 +872,30 @@ static int serve_stats(struct wg_uapi_server *s, struct conn *c)
 	return ret;
 }
 
+/* Collects a request's key=value lines up to the empty line (or EOF, which
+ * ends it as bufio.Scanner does; *eof then says so) into body, at most max
+ * bytes. 0, -EIO (the connection broke), -E2BIG or -ENOMEM. */
+static int read_body(struct conn *c, size_t max, struct text *body, bool *eof)
+{
+	for (;;) {
+		int n = conn_read_line(c);
+
+		if (n == 0) {
+			*eof = true;
+			return 0;
+		}
+		if (n == -EIO)
+			return -EIO;
+		if (n < 0 || body->len + (size_t)n > max)
+			return -E2BIG;
+		if ((n == 1 && c->line[0] == '\n') || (n == 2 && !memcmp(c->line, "\r\n", 2)))
+			return 0;
+		text_add(body, c->line, (size_t)n);
+		if (body->oom)
+			return -ENOMEM;
+	}
+}
+
 static int serve_set(struct wg_uapi_server *s, struct conn *c)
 {
 	struct wg_device_config cfg;
@@ -881,31 +905,15 @@ static int serve_set(struct wg_uapi_server *s, struct conn *c)
 	int n, ret;
 
 	/* Collect the whole request first: nothing is applied unless all of it
-	 * parses. EOF ends it like the empty line, as bufio.Scanner does. */
-	for (;;) {
-		n = conn_read_line(c);
-		if (n == 0) {
-			eof = true;
-			break;
-		}
-		if (n == -EIO) {
-			ret = -1;
-			goto out;
-		}
-		if (n < 0 || body.len + (size_t)n > WG_UAPI_MAX_REQUEST) {
+	 * parses. */
+	n = read_body(c, WG_UAPI_MAX_REQUEST, &body, &eof);
+	if (n) {
+		if (n == -E2BIG)
 			log_error("IPC error %d: set request too large", IPC_ERROR_IO);
-			send_errno(c->fd, IPC_ERROR_IO);
-			ret = -1;
-			goto out;
-		}
-		if ((n == 1 && c->line[0] == '\n') || (n == 2 && !memcmp(c->line, "\r\n", 2)))
-			break;
-		text_add(&body, c->line, (size_t)n);
-		if (body.oom) {
-			send_errno(c->fd, IPC_ERROR_UNKNOWN);
-			ret = -1;
-			goto out;
-		}
+		if (n != -EIO)
+			send_errno(c->fd, n == -E2BIG ? IPC_ERROR_IO : IPC_ERROR_UNKNOWN);
+		ret = -1;
+		goto out;
 	}
 
 	ret = parse_set((const uint8_t *)body.p, body.len, &cfg, &why);
@@ -966,30 +974,15 @@ static int serve_command(struct wg_uapi_server *s, struct conn *c)
 	/* serve_connection matched the line, so it is a verb and nl is its end. */
 	if (!nl || !command_verb(c->line, (size_t)(nl - c->line) + 1, verb))
 		return -1;
-	for (;;) {
-		n = conn_read_line(c);
-		if (n == 0) {
-			eof = true;
-			break;
-		}
-		if (n == -EIO) {
-			ret = -1;
-			goto out;
-		}
-		if (n < 0 || body.len + (size_t)n > WG_UAPI_MAX_COMMAND) {
-			log_error("weft=%s: request too large", verb);
-			send_errno(c->fd, E2BIG);
-			ret = -1;
-			goto out;
-		}
-		if ((n == 1 && c->line[0] == '\n') || (n == 2 && !memcmp(c->line, "\r\n", 2)))
-			break;
-		text_add(&body, c->line, (size_t)n);
-	}
+	n = read_body(c, WG_UAPI_MAX_COMMAND, &body, &eof);
+	if (n == -E2BIG)
+		log_error("weft=%s: request too large", verb);
 	/* NUL-terminated for the handler's convenience, not counted. */
-	text_add(&body, "", 1);
-	if (body.oom) {
-		send_errno(c->fd, ENOMEM);
+	if (!n)
+		text_add(&body, "", 1);
+	if (n || body.oom) {
+		if (n != -EIO)
+			send_errno(c->fd, n == -E2BIG ? E2BIG : ENOMEM);
 		ret = -1;
 		goto out;
 	}
