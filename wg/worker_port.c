@@ -504,16 +504,19 @@ void wport_vhost_completed(struct wg_worker *w, struct op *op, int res)
 	struct wport *wp = op->wport;
 	unsigned int q = op->queue;
 
+	/* A kick read that is no longer the ring's was cancelled (the ring
+	 * moved on), or took a kick just before: that kick is still served. */
+	bool current = op->type != OP_VHOST_KICK || wp->kick[q] == op;
+
 	wp->inflight--;
 	if (op->type == OP_VHOST_KICK) {
-		if (wp->kick[q] != op)
-			goto out; /* cancelled: the ring moved on */
-		wp->kick[q] = NULL;
+		if (current)
+			wp->kick[q] = NULL;
 		if (res < 0 && res != -EINTR && res != -EAGAIN)
 			goto out;
 	}
 	if (!wp->retired && !atomic_load(&w->dev->stopping) && vhost_tx_ring(wp, q)) {
-		if (op->type == OP_VHOST_KICK)
+		if (op->type == OP_VHOST_KICK && current)
 			vhost_arm_kick(w, wp, q);
 		/* A drain no-op may be one of several: take what is there. */
 		vhost_drain(w, wp, q);
