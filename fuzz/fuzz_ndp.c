@@ -159,7 +159,10 @@ static void check_reply(const struct ndp_port_config *c, const uint8_t *f, size_
 	CHECK(get16(f + ETH + 4) == len - ICMP);
 	CHECK(rlen >= ICMP + 8 && get16(r + ETH + 4) == rlen - ICMP);
 	CHECK(r[ETH] == 0x60 && r[ETH + 6] == 58 && r[ETH + 7] == 255);
-	CHECK(!memcmp(r + ETH + 8, ll, 16));
+	/* From the router's link-local address, but a proxy NA, which comes
+	 * from its target (checked below). */
+	CHECK(!memcmp(r + ETH + 8, ll, 16) ||
+	      (r[ICMP] == 136 && !memcmp(r + ETH + 8, r + ICMP + 8, 16)));
 	CHECK(csum6(f + ETH, f + ICMP, len - ICMP) == 0);
 	CHECK(csum6(r + ETH, r + ICMP, rlen - ICMP) == 0);
 	CHECK(f[ICMP + 1] == 0 && r[ICMP + 1] == 0);
@@ -177,6 +180,7 @@ static void check_reply(const struct ndp_port_config *c, const uint8_t *f, size_
 	bool router = !memcmp(target, ll, 16);
 
 	CHECK(!memcmp(r + ICMP + 8, target, 16));
+	CHECK(!memcmp(r + ETH + 8, router ? ll : target, 16));
 	CHECK(!owns6(c, target));
 	CHECK(target[0] != 0xff);
 	/* DAD is answered only to defend the router's own address. */
