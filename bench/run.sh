@@ -154,12 +154,13 @@ WORK=$(mktemp -d /tmp/wbench-$ID.XXXXXX)
 if ((BUILD)); then
 	say "building weftd, bench_aead, bench_handshake in $BUILD_DIR"
 	{ cmake -S "$ROOT" -B "$BUILD_DIR" >/dev/null &&
-		make -C "$BUILD_DIR" -j"$(nproc)" weftd bench_aead bench_handshake; } >"$RAW/build.log" 2>&1 ||
+		make -C "$BUILD_DIR" -j"$(nproc)" weftd bench_aead bench_handshake hs_flood; } >"$RAW/build.log" 2>&1 ||
 		{ tail -20 "$RAW/build.log" >&2; die "build failed (log: $RAW/build.log); --no-build measures existing binaries"; }
 fi
 WEFTD=${WEFTD:-$BUILD_DIR/daemon/weftd}
 WIREGUARD_GO=${WIREGUARD_GO:-$(command -v wireguard-go || true)}
 BENCH_AEAD=$BUILD_DIR/bench/bench_aead
+HS_FLOOD=${HS_FLOOD:-$BUILD_DIR/tests/tools/hs_flood}
 BENCH_HS=$BUILD_DIR/bench/bench_handshake
 
 # --- helpers -----------------------------------------------------------------
@@ -385,6 +386,39 @@ check_daemons() {
 	done
 }
 
+# flood_tcp1 PIDS...: TCP 1 stream while gwB's daemon is flooded with
+# handshake initiations (valid mac1, random rest) from FLOOD_NSRC extra
+# addresses on gwA's wire side at FLOOD_PPS, as a share of the unflooded
+# median. Tunnel modes only (plain routing has no responder).
+FLOOD_NSRC=64 FLOOD_PPS=20000
+flood_tcp1() {
+	local fpid i share
+	[[ $MODE == plain || ! -x $HS_FLOOD ]] && return
+	budget_ok $((SECS + 30)) || { say "$MODE: flood row skipped, out of time"; return; }
+	for ((i = 0; i < FLOOD_NSRC; i++)); do
+		ip -n "$NS_GWA" addr add "10.201.0.$((128 + i))/24" dev wire 2>/dev/null
+	done
+	nsx "$NS_GWA" "$HS_FLOOD" -d $((SECS + 6)) -r "$FLOOD_PPS" "$(cat "$WORK/b.pub")" 10.201.0.2 51820 \
+		10.201.0.128 "$FLOOD_NSRC" >"$RAW/$MODE-flood.txt" 2>&1 &
+	fpid=$!
+	BG_PIDS+=("$fpid")
+	sleep 2
+	if iperf tcp1-flood; then
+		put "$MODE" tcp1_flood_gbps "$(jq -r '.end.sum_received.bits_per_second / 1e9' "$RAW/$MODE-tcp1-flood.json")" Gbit/s
+	fi
+	stop_pid "$fpid" 3
+	for ((i = 0; i < FLOOD_NSRC; i++)); do
+		ip -n "$NS_GWA" addr del "10.201.0.$((128 + i))/24" dev wire 2>/dev/null
+	done
+	check_daemons tcp1_flood "$@"
+	share=$(awk -v f="$(get "$MODE" tcp1_flood_gbps)" -v u="$(get "$MODE" tcp1_gbps)" \
+		'BEGIN { if (u > 0 && f != "") printf "%.2f", f / u }')
+	[[ -n $share ]] && put "$MODE" tcp1_flood_share "$share" fraction
+	put "$MODE" flood_sent "$(awk -F= '$1 == "sent" { print $2 }' "$RAW/$MODE-flood.txt")" initiations
+	say "$MODE: TCP 1 stream under a handshake flood ($FLOOD_PPS/s asked, $(get "$MODE" flood_sent) sent," \
+		"$FLOOD_NSRC sources): $(get "$MODE" tcp1_flood_gbps) Gbit/s, ${share:-?} of unflooded"
+}
+
 # measure MODE PIDS...: every network test; PIDS are the gateway daemons
 # (gwA's first), none for plain routing and kernel WireGuard.
 measure() {
@@ -428,6 +462,8 @@ measure() {
 	put "$MODE" tcp1_max_gbps "$hi" Gbit/s
 	put "$MODE" tcp1_runs "$(wc -l <"$WORK/tcp1")" count
 	say "$MODE: TCP 1 stream $(paste -sd' ' "$WORK/tcp1") Gbit/s"
+
+	flood_tcp1 "${pids[@]}"
 
 	# TCP, 4 streams and reverse.
 	for t in "tcp4:-P 4" "tcpR:-R"; do
@@ -657,6 +693,8 @@ ROWS=(
 	"other work: CPU busy before / after (%)|busy_range||"
 	"TCP 1 stream, median (Gbit/s)|tcp1_gbps|%.2f|r"
 	"TCP 1 stream, min–max (Gbit/s)|tcp1_range||"
+	"TCP 1 stream under a handshake flood (Gbit/s)|tcp1_flood_gbps|%.2f|"
+	"  the same / unflooded median|tcp1_flood_share|%.2f|"
 	"TCP 4 streams (Gbit/s)|tcp4_gbps|%.2f|r"
 	"TCP reverse (Gbit/s)|tcpR_gbps|%.2f|r"
 	"UDP 200 B sent by iperf3 (kpkt/s)|udp200_tx_kpps|%.1f|"
