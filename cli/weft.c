@@ -1,6 +1,9 @@
-/* weft: the command line for what wg(8) has no words for, starting with
- * VM ports. It speaks weft's own requests (weft=VERB, docs/cli.md) on the
- * same UAPI socket as wg, /var/run/wireguard/IFNAME.sock.
+/* weft: the command line for what wg(8) has no words for: VM ports, VM
+ * addresses and the host mesh. It speaks weft's own requests (weft=VERB,
+ * docs/cli.md) on the same UAPI socket as wg, /var/run/wireguard/IFNAME.sock.
+ * This file holds main, the options, finding the socket, the request/reply
+ * exchange and the dispatch; the command groups are port_cmd.c, vm_cmd.c
+ * and mesh_cmd.c.
  *
  * Exit codes: 0 done, 1 failed (one line on stderr with the errno text),
  * 2 the command line was wrong. */
@@ -19,14 +22,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "tun/port_text.h"
+#include "cli/cli.h"
 #include "wg/uapi.h"
 
 #ifndef WEFT_VERSION
 #define WEFT_VERSION "unknown"
 #endif
 
-enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2 };
 enum {
 	REPLY_TIMEOUT_SEC = 30, /* a port add may wait for a tap or a socket */
 	MAX_REPLY = 16 * 1024 * 1024,
@@ -48,45 +50,28 @@ static const char usage_text[] =
 	"  port list [--json]              show the ports with their counters\n"
 	"  port load FILE [--prune] [--dry-run]\n"
 	"                                  make the ports those of a ports file\n"
+	"  vm add PORT CIDR...             register VM addresses to a port\n"
+	"  vm del CIDR...                  unregister VM addresses\n"
+	"  vm list [--json]                show the addresses of every port\n"
+	"  vm sync FILE [--dry-run]        make the addresses of the ports those of a file\n"
+	"  mesh set [mode off|unicast|multicast] [prefix CIDR]...\n"
+	"                                  change the mesh's mode or prefixes\n"
+	"  mesh show [--json]              show the mesh: mode, prefixes, counters, routes\n"
 	"  stats                           print weftd's counters\n"
+	"  show [--json]                   interface, peers, ports and mesh at a glance\n"
+	"  metrics                         weftd's counters as Prometheus text\n"
 	"\n"
 	"Options:\n"
 	"  -i, --interface IFNAME  the weftd interface (default: $WEFT_INTERFACE, else\n"
 	"                          the only socket in " WG_UAPI_DEFAULT_DIR ")\n"
 	"      --socket PATH       talk to this UAPI socket instead\n"
-	"  -h, --help              show this help ('weft port --help' for ports)\n"
+	"  -h, --help              show this help ('weft port --help', 'weft vm --help'\n"
+	"                          and 'weft mesh --help' for each group)\n"
 	"  -V, --version           show the version\n"
 	"\n"
 	"Exit status: 0 done, 1 failed, 2 wrong command line. See docs/cli.md.\n";
 
-static const char port_usage_text[] =
-	"Usage: weft [-i IFNAME] port add NAME tap|vhost-user [PATH [server|client]] mac MAC\n"
-	"                 [address CIDR]... [prefix CIDR]... [gateway4 IP] [mtu N]\n"
-	"                 [router-mac MAC]\n"
-	"       weft [-i IFNAME] port del NAME\n"
-	"       weft [-i IFNAME] port list [--json]\n"
-	"       weft [-i IFNAME] port load FILE [--prune] [--dry-run]\n"
-	"\n"
-	"add   NAME is the tap's netdev name (1-15 of a-z A-Z 0-9 . - _). A vhost-user\n"
-	"      port needs the absolute PATH of its socket; weftd listens on it\n"
-	"      (server, the default) or connects to it (client).\n"
-	"        mac MAC          the VM's MAC (required)\n"
-	"        address CIDR     an address of the VM (bare: /32 or /128) or a prefix\n"
-	"                         routed to it; repeatable, or comma-separated\n"
-	"        prefix CIDR      an IPv6 prefix announced in router advertisements\n"
-	"        gateway4 IP      the VM's IPv4 gateway (default 169.254.1.1)\n"
-	"        mtu N            1280 to 9000 (default 1500)\n"
-	"        router-mac MAC   the router side's MAC (default 02:77:65:66:74:01)\n"
-	"del   removes the port NAME.\n"
-	"list  a table of name, type, MAC, addresses, state, rx/tx packets and drops;\n"
-	"      --json: every field and counter.\n"
-	"load  adds the ports of FILE ([Port] sections, see docs/cli.md) that are\n"
-	"      missing, replaces (removes and adds) those that differ, and with\n"
-	"      --prune removes the ports FILE does not list. Running it twice changes\n"
-	"      nothing the second time. --dry-run prints the plan only.\n";
-
-__attribute__((format(printf, 1, 2)))
-static int fail(const char *fmt, ...)
+int cli_fail(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -98,8 +83,7 @@ static int fail(const char *fmt, ...)
 	return EXIT_ERROR;
 }
 
-__attribute__((format(printf, 1, 2)))
-static int usage_error(const char *fmt, ...)
+int cli_usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -133,7 +117,7 @@ static int find_socket(void)
 
 	if (opt_socket) {
 		if (strlen(opt_socket) >= sizeof(sock_path))
-			return usage_error("--socket: path too long");
+			return cli_usage_error("--socket: path too long");
 		strcpy(sock_path, opt_socket);
 		return EXIT_OK;
 	}
@@ -141,13 +125,13 @@ static int find_socket(void)
 		ifname = getenv("WEFT_INTERFACE");
 	if (ifname && *ifname) {
 		if (strlen(ifname) >= IFNAMSIZ || strchr(ifname, '/'))
-			return usage_error("bad interface name '%s'", ifname);
+			return cli_usage_error("bad interface name '%s'", ifname);
 		snprintf(sock_path, sizeof(sock_path), "%s/%s.sock", dir, ifname);
 		return EXIT_OK;
 	}
 	d = opendir(dir);
 	if (!d)
-		return fail("no weftd interface: %s: %s", dir, strerror(errno));
+		return cli_fail("no weftd interface: %s: %s", dir, strerror(errno));
 	while ((de = readdir(d))) {
 		if (!ends_with(de->d_name, ".sock") || fstatat(dirfd(d), de->d_name, &st, 0) ||
 		    !S_ISSOCK(st.st_mode) || strlen(de->d_name) > IFNAMSIZ + 4)
@@ -159,29 +143,25 @@ static int find_socket(void)
 	}
 	closedir(d);
 	if (count == 0)
-		return fail("no weftd interface: no socket in %s: %s", dir, strerror(ENOENT));
+		return cli_fail("no weftd interface: no socket in %s: %s", dir, strerror(ENOENT));
 	if (count > 1)
-		return usage_error("several interfaces (%s): choose one with -i", names);
+		return cli_usage_error("several interfaces (%s): choose one with -i", names);
 	n = snprintf(sock_path, sizeof(sock_path), "%s/%s", dir, found);
-	return n > 0 && (size_t)n < sizeof(sock_path) ? EXIT_OK : fail("socket path too long");
+	return n > 0 && (size_t)n < sizeof(sock_path) ? EXIT_OK : cli_fail("socket path too long");
 }
 
-/* A daemon's answer: the lines before "errno=", and that errno (positive). */
-struct reply {
-	char *text;
-	size_t len;
-	int err;
-	bool negative; /* "errno=-N": a wireguard-go style refusal of the request */
-};
+const char *cli_socket_path(void)
+{
+	return sock_path;
+}
 
-static void reply_free(struct reply *r)
+void cli_reply_free(struct cli_reply *r)
 {
 	free(r->text);
 	memset(r, 0, sizeof(*r));
 }
 
-/* Sends request (whole, with its empty line) and reads up to "errno=N\n\n". */
-static int exchange(const char *request, size_t len, struct reply *r)
+int cli_exchange(const char *request, size_t len, struct cli_reply *r)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	struct timeval tv = { .tv_sec = REPLY_TIMEOUT_SEC };
@@ -270,14 +250,13 @@ out:
 	return ret;
 }
 
-/* Reports a failed exchange or a failed request; what names the action. */
-static int report(const char *what, int ret, const struct reply *r)
+int cli_report(const char *what, int ret, const struct cli_reply *r)
 {
 	const char *msg = NULL;
 	char *line;
 
 	if (ret < 0)
-		return fail("%s: %s: %s", what, sock_path, strerror(-ret));
+		return cli_fail("%s: %s: %s", what, sock_path, strerror(-ret));
 	if (r->text && (line = strstr(r->text, "message=")) && (line == r->text || line[-1] == '\n')) {
 		msg = line + 8;
 		line = strchr(line, '\n');
@@ -285,15 +264,14 @@ static int report(const char *what, int ret, const struct reply *r)
 			*line = '\0';
 	}
 	if (msg)
-		return fail("%s: %s: %s", what, strerror(r->err), msg);
+		return cli_fail("%s: %s: %s", what, strerror(r->err), msg);
 	if (r->negative && r->err == EINVAL)
-		return fail("%s: %s (the daemon does not take weft requests: is it weftd?)", what,
-			    strerror(r->err));
-	return fail("%s: %s", what, strerror(r->err));
+		return cli_fail("%s: %s (the daemon does not take weft requests: is it weftd?)",
+				what, strerror(r->err));
+	return cli_fail("%s: %s", what, strerror(r->err));
 }
 
-/* One weft=VERB request with a body; 0 or the exit code (reported). */
-static int request(const char *verb, const char *body, const char *what, struct reply *r)
+int cli_request(const char *verb, const char *body, const char *what, struct cli_reply *r)
 {
 	char *req = NULL;
 	int n, ret;
@@ -301,303 +279,23 @@ static int request(const char *verb, const char *body, const char *what, struct 
 	memset(r, 0, sizeof(*r));
 	n = asprintf(&req, "weft=%s\n%s\n", verb, body ? body : "");
 	if (n < 0)
-		return fail("%s: %s", what, strerror(ENOMEM));
-	ret = exchange(req, (size_t)n, r);
+		return cli_fail("%s: %s", what, strerror(ENOMEM));
+	ret = cli_exchange(req, (size_t)n, r);
 	free(req);
 	if (ret || r->err) {
-		ret = report(what, ret, r);
-		reply_free(r);
+		ret = cli_report(what, ret, r);
+		cli_reply_free(r);
 		return ret;
 	}
 	return EXIT_OK;
 }
 
-/* ---- port add / del ---------------------------------------------------- */
+/* ---- shared by the command groups -------------------------------------- */
 
-static int send_add(const struct port_config *cfg, const char *what)
-{
-	struct reply r;
-	char *body;
-	size_t len;
-	int ret;
-
-	if (port_text_format_request(cfg, &body, &len))
-		return fail("%s: %s", what, strerror(ENOMEM));
-	ret = request("port-add", body, what, &r);
-	free(body);
-	reply_free(&r);
-	return ret;
-}
-
-static int send_del(const char *name, const char *what)
-{
-	struct reply r;
-	char body[PORT_NAME_MAX + 8];
-	int ret;
-
-	snprintf(body, sizeof(body), "name=%s\n", name);
-	ret = request("port-del", body, what, &r);
-	reply_free(&r);
-	return ret;
-}
-
-/* The words after "mac", "address"...: request keys. */
-static const struct add_word {
-	const char *word;
-	const char *key;
-} add_words[] = {
-	{ "mac", "mac" },           { "address", "address" }, { "prefix", "prefix" },
-	{ "gateway4", "gateway4" }, { "mtu", "mtu" },         { "router-mac", "router_mac" },
-};
-
-static const char *add_key(const char *word)
-{
-	for (size_t i = 0; i < sizeof(add_words) / sizeof(add_words[0]); i++)
-		if (!strcmp(word, add_words[i].word))
-			return add_words[i].key;
-	return NULL;
-}
-
-/* Appends "key=value\n" for each comma-separated item of value. */
-static bool add_line(FILE *f, const char *key, const char *value, bool list)
-{
-	if (strpbrk(value, "\n\r"))
-		return false;
-	if (!list)
-		return fprintf(f, "%s=%s\n", key, value) > 0;
-	for (const char *p = value;; p++) {
-		size_t n = strcspn(p, ",");
-
-		fprintf(f, "%s=%.*s\n", key, (int)n, p);
-		p += n;
-		if (!*p)
-			return true;
-	}
-}
-
-static int port_add(int argc, char **argv)
-{
-	struct port_config cfg;
-	const char *why = NULL, *key;
-	char *body = NULL, what[64];
-	size_t len = 0;
-	FILE *f;
-	int i = 2, ret;
-	bool vhost, ok = true;
-
-	if (argc < 2)
-		return usage_error("port add needs NAME and a type");
-	snprintf(what, sizeof(what), "port add %s", argv[0]);
-	f = open_memstream(&body, &len);
-	if (!f)
-		return fail("%s: %s", what, strerror(errno));
-	ok &= add_line(f, "name", argv[0], false);
-	ok &= add_line(f, "type", argv[1], false);
-	vhost = !strcmp(argv[1], "vhost-user");
-	if (vhost && i < argc && !add_key(argv[i]))
-		ok &= add_line(f, "path", argv[i++], false);
-	if (vhost && i < argc && (!strcmp(argv[i], "server") || !strcmp(argv[i], "client")))
-		ok &= add_line(f, "mode", argv[i++], false);
-	for (; i < argc; i += 2) {
-		key = add_key(argv[i]);
-		if (!key || i + 1 >= argc) {
-			fclose(f);
-			free(body);
-			return key ? usage_error("'%s' needs a value", argv[i])
-				   : usage_error("port add: unknown word '%s'", argv[i]);
-		}
-		ok &= add_line(f, key, argv[i + 1],
-			       !strcmp(key, "address") || !strcmp(key, "prefix"));
-	}
-	if (fclose(f) || !ok) {
-		free(body);
-		return ok ? fail("%s: %s", what, strerror(ENOMEM))
-			  : fail("%s: %s: a value with a line break", what, strerror(EINVAL));
-	}
-	/* Checked here first, so a mistake is named without asking weftd. */
-	ret = port_text_parse_request(body, len, &cfg, &why);
-	free(body);
-	if (ret)
-		return fail("%s: %s: %s", what, strerror(-ret), why);
-	return send_add(&cfg, what);
-}
-
-static int port_del(int argc, char **argv)
-{
-	char what[64];
-
-	if (argc != 1)
-		return usage_error("port del takes one NAME");
-	if (strpbrk(argv[0], "\n\r"))
-		return fail("port del: %s", strerror(EINVAL));
-	snprintf(what, sizeof(what), "port del %.32s", argv[0]);
-	return send_del(argv[0], what);
-}
-
-/* ---- port list --------------------------------------------------------- */
-
-static int fetch_ports(struct port_info **ports, size_t *n, const char *what)
-{
-	const char *why = NULL;
-	struct reply r;
-	int ret = request("port-list", NULL, what, &r);
-
-	if (ret)
-		return ret;
-	ret = port_text_parse_info(r.text, r.len, ports, n, &why);
-	reply_free(&r);
-	if (ret)
-		return fail("%s: the daemon's reply: %s: %s", what, strerror(-ret), why);
-	return EXIT_OK;
-}
-
-static uint64_t counter(const struct port_info *p, size_t i)
-{
-	return *(const uint64_t *)((const char *)p + port_text_counters[i].offset);
-}
-
-static uint64_t drops(const struct port_info *p)
-{
-	uint64_t sum = 0;
-
-	for (size_t i = 0; i < port_text_n_counters; i++)
-		if (port_text_counters[i].drop)
-			sum += counter(p, i);
-	return sum;
-}
-
-/* Addresses joined by ',' ("-" when none). */
-static void join_addrs(const struct port_config *c, char *out, size_t cap)
-{
-	char s[PORT_TEXT_ADDR_LEN];
-	size_t o = 0;
-
-	snprintf(out, cap, "-");
-	for (size_t i = 0; i < c->n_addrs && o < cap; i++) {
-		port_text_addr(&c->addrs[i], s);
-		o += (size_t)snprintf(out + o, cap - o, "%s%s", i ? "," : "", s);
-	}
-}
-
-static void print_table(const struct port_info *ports, size_t n)
-{
-	char addrs[PORT_MAX_ADDRS * PORT_TEXT_ADDR_LEN], mac[PORT_TEXT_MAC_LEN];
-	int wn = 4, wa = 9;
-
-	for (size_t i = 0; i < n; i++) {
-		join_addrs(&ports[i].cfg, addrs, sizeof(addrs));
-		wn = (int)strlen(ports[i].cfg.name) > wn ? (int)strlen(ports[i].cfg.name) : wn;
-		wa = (int)strlen(addrs) > wa ? (int)strlen(addrs) : wa;
-	}
-	if (!n)
-		return;
-	printf("%-*s  %-10s  %-17s  %-*s  %-5s  %10s  %10s  %8s\n", wn, "NAME", "TYPE", "MAC", wa,
-	       "ADDRESSES", "STATE", "RX-PACKETS", "TX-PACKETS", "DROPS");
-	for (size_t i = 0; i < n; i++) {
-		const struct port_info *p = &ports[i];
-
-		join_addrs(&p->cfg, addrs, sizeof(addrs));
-		port_text_mac(p->cfg.vm_mac, mac);
-		printf("%-*s  %-10s  %-17s  %-*s  %-5s  %10llu  %10llu  %8llu\n", wn, p->cfg.name,
-		       port_text_type_name(p->cfg.type), mac, wa, addrs, p->connected ? "up" : "down",
-		       (unsigned long long)p->rx_packets, (unsigned long long)p->tx_packets,
-		       (unsigned long long)drops(p));
-	}
-}
-
-/* A JSON string: quotes, backslashes and control bytes escaped. */
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
-static void json_port(const struct port_info *p)
-{
-	const struct port_config *c = &p->cfg;
-	char s[PORT_TEXT_ADDR_LEN];
-
-	printf("  {\n    \"name\": ");
-	json_str(c->name);
-	printf(",\n    \"type\": \"%s\",\n    \"path\": ", port_text_type_name(c->type));
-	if (c->type == PORT_VHOST_USER) {
-		json_str(c->path);
-		printf(",\n    \"mode\": \"%s\"", c->server ? "server" : "client");
-	} else {
-		printf("null,\n    \"mode\": null");
-	}
-	port_text_mac(c->vm_mac, s);
-	printf(",\n    \"mac\": \"%s\"", s);
-	port_text_mac(c->router_mac, s);
-	printf(",\n    \"router_mac\": \"%s\",\n    \"gateway4\": ", s);
-	if (c->has_gateway4)
-		printf("\"%u.%u.%u.%u\"", c->gateway4[0], c->gateway4[1], c->gateway4[2],
-		       c->gateway4[3]);
-	else
-		printf("null");
-	printf(",\n    \"addresses\": [");
-	for (size_t i = 0; i < c->n_addrs; i++) {
-		port_text_addr(&c->addrs[i], s);
-		printf("%s\"%s\"", i ? ", " : "", s);
-	}
-	printf("],\n    \"prefixes\": [");
-	for (size_t i = 0; i < c->n_prefixes; i++) {
-		port_text_prefix(&c->prefixes[i], s);
-		printf("%s\"%s\"", i ? ", " : "", s);
-	}
-	printf("],\n    \"mtu\": %u,\n    \"connected\": %s,\n    \"counters\": {", c->mtu,
-	       p->connected ? "true" : "false");
-	for (size_t i = 0; i < port_text_n_counters; i++)
-		printf("%s\n      \"%s\": %llu", i ? "," : "", port_text_counters[i].key,
-		       (unsigned long long)counter(p, i));
-	printf("\n    }\n  }");
-}
-
-static int port_list(int argc, char **argv)
-{
-	struct port_info *ports = NULL;
-	size_t n = 0;
-	bool json = false;
-	int ret;
-
-	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--json"))
-			return usage_error("port list: unknown argument '%s'", argv[i]);
-		json = true;
-	}
-	ret = fetch_ports(&ports, &n, "port list");
-	if (ret)
-		return ret;
-	if (json) {
-		printf("[");
-		for (size_t i = 0; i < n; i++) {
-			printf("%s\n", i ? "," : "");
-			json_port(&ports[i]);
-		}
-		printf("%s]\n", n ? "\n" : "");
-	} else {
-		print_table(ports, n);
-	}
-	free(ports);
-	return EXIT_OK;
-}
-
-/* ---- port load --------------------------------------------------------- */
-
-static int read_file(const char *path, char **text, size_t *len)
+int cli_read_file(const char *path, size_t max, char **text, size_t *len)
 {
 	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
-	size_t cap = PORT_TEXT_MAX_FILE + 1;
+	size_t cap = max + 1;
 	char *buf;
 
 	if (!f)
@@ -621,73 +319,36 @@ static int read_file(const char *path, char **text, size_t *len)
 	return 0;
 }
 
-static int port_load(int argc, char **argv)
+bool cli_add_line(FILE *f, const char *key, const char *value, bool list)
 {
-	struct port_config *want = NULL;
-	struct port_info *have = NULL;
-	struct port_step *steps = NULL;
-	size_t n_want = 0, n_have = 0, n_steps = 0, len = 0, added = 0, replaced = 0, removed = 0;
-	const char *file = NULL, *why = NULL, *name;
-	bool prune = false, dry_run = false;
-	char *text = NULL, what[64];
-	int line = 0, ret;
+	if (strpbrk(value, "\n\r"))
+		return false;
+	if (!list)
+		return fprintf(f, "%s=%s\n", key, value) > 0;
+	for (const char *p = value;; p++) {
+		size_t n = strcspn(p, ",");
 
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--prune"))
-			prune = true;
-		else if (!strcmp(argv[i], "--dry-run") || !strcmp(argv[i], "-n"))
-			dry_run = true;
-		else if (!file && (argv[i][0] != '-' || !strcmp(argv[i], "-")))
-			file = argv[i];
+		fprintf(f, "%s=%.*s\n", key, (int)n, p);
+		p += n;
+		if (!*p)
+			return true;
+	}
+}
+
+void cli_json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			printf("\\u%04x", c);
 		else
-			return usage_error("port load: unexpected argument '%s'", argv[i]);
+			putchar(c);
 	}
-	if (!file)
-		return usage_error("port load needs a FILE");
-	ret = read_file(file, &text, &len);
-	if (ret)
-		return fail("port load: %s: %s", file, strerror(-ret));
-	ret = port_text_parse_file(text, len, &want, &n_want, &line, &why);
-	free(text);
-	if (ret) {
-		if (line)
-			return fail("port load: %s:%d: %s: %s", file, line, strerror(-ret), why);
-		return fail("port load: %s: %s: %s", file, strerror(-ret), why);
-	}
-	ret = fetch_ports(&have, &n_have, "port load");
-	if (ret)
-		goto out;
-	if ((ret = port_text_plan(want, n_want, have, n_have, prune, &steps, &n_steps, &why))) {
-		ret = fail("port load: %s: %s", strerror(-ret), why);
-		goto out;
-	}
-	for (size_t i = 0; i < n_steps; i++) {
-		bool del = steps[i].kind == PORT_STEP_DEL;
-
-		name = del ? have[steps[i].index].cfg.name : want[steps[i].index].name;
-		snprintf(what, sizeof(what), "port load: %s %s", del ? "removing" : "adding", name);
-		if (!dry_run) {
-			ret = del ? send_del(name, what) : send_add(&want[steps[i].index], what);
-			if (ret)
-				goto out;
-		}
-		/* A replaced port reports once, at its addition. */
-		if (del && !steps[i].replace)
-			removed++;
-		else if (!del)
-			steps[i].replace ? replaced++ : added++;
-		if (!del || !steps[i].replace)
-			printf("%s%s %s\n", dry_run ? "would have " : "",
-			       del ? "removed" : steps[i].replace ? "replaced" : "added", name);
-	}
-	printf("%s%zu added, %zu replaced, %zu removed, %zu unchanged\n", dry_run ? "dry run: " : "",
-	       added, replaced, removed, n_want - added - replaced);
-	ret = EXIT_OK;
-out:
-	free(steps);
-	free(have);
-	free(want);
-	return ret;
+	putchar('"');
 }
 
 /* ---- stats ------------------------------------------------------------- */
@@ -695,52 +356,40 @@ out:
 static int stats(int argc, char **argv)
 {
 	static const char req[] = "stats=1\n\n";
-	struct reply r;
+	struct cli_reply r;
 	int ret;
 
 	if (argc)
-		return usage_error("stats takes no arguments");
-	ret = exchange(req, sizeof(req) - 1, &r);
+		return cli_usage_error("stats takes no arguments");
+	ret = cli_exchange(req, sizeof(req) - 1, &r);
 	if (ret || r.err) {
-		ret = report("stats", ret, &r);
-		reply_free(&r);
+		ret = cli_report("stats", ret, &r);
+		cli_reply_free(&r);
 		return ret;
 	}
 	fwrite(r.text, 1, r.len, stdout);
-	reply_free(&r);
+	cli_reply_free(&r);
 	return EXIT_OK;
 }
 
 /* ---- dispatch ---------------------------------------------------------- */
 
-struct command {
-	const char *name;
-	int (*run)(int argc, char **argv);
-	const char *help; /* printed for -h/--help among its arguments; NULL: its own */
-	bool needs_socket;
-};
-
-static int port(int argc, char **argv);
-
-static const struct command port_commands[] = {
-	{ "add", port_add, port_usage_text, true },
-	{ "del", port_del, port_usage_text, true },
-	{ "list", port_list, port_usage_text, true },
-	{ "load", port_load, port_usage_text, true },
-};
-
-static const struct command commands[] = {
-	{ "port", port, NULL, false },
+static const struct cli_command commands[] = {
+	{ "port", cli_port, NULL, false },
+	{ "vm", cli_vm, NULL, false },
+	{ "mesh", cli_mesh, NULL, false },
 	{ "stats", stats, usage_text, true },
+	{ "show", cmd_show, cmd_show_usage, true },
+	{ "metrics", cmd_metrics, cmd_metrics_usage, true },
 };
 
-static bool is_help(const char *arg)
+bool cli_is_help(const char *arg)
 {
 	return !strcmp(arg, "-h") || !strcmp(arg, "--help");
 }
 
-static int dispatch(const struct command *table, size_t n, int argc, char **argv,
-		    const char *what)
+int cli_dispatch(const struct cli_command *table, size_t n, int argc, char **argv,
+		 const char *what)
 {
 	int ret;
 
@@ -748,7 +397,7 @@ static int dispatch(const struct command *table, size_t n, int argc, char **argv
 		if (strcmp(argv[0], table[i].name))
 			continue;
 		for (int k = 1; table[i].help && k < argc; k++) {
-			if (is_help(argv[k])) {
+			if (cli_is_help(argv[k])) {
 				fputs(table[i].help, stdout);
 				return EXIT_OK;
 			}
@@ -757,19 +406,7 @@ static int dispatch(const struct command *table, size_t n, int argc, char **argv
 			return ret;
 		return table[i].run(argc - 1, argv + 1);
 	}
-	return usage_error("unknown %s '%s'", what, argv[0]);
-}
-
-static int port(int argc, char **argv)
-{
-	if (!argc)
-		return usage_error("port needs add, del, list or load");
-	if (is_help(argv[0]) || !strcmp(argv[0], "help")) {
-		fputs(port_usage_text, stdout);
-		return EXIT_OK;
-	}
-	return dispatch(port_commands, sizeof(port_commands) / sizeof(port_commands[0]), argc,
-			argv, "port command");
+	return cli_usage_error("unknown %s '%s'", what, argv[0]);
 }
 
 int main(int argc, char **argv)
@@ -807,9 +444,9 @@ int main(int argc, char **argv)
 		fputs(usage_text, stderr);
 		return EXIT_USAGE;
 	}
-	ret = dispatch(commands, sizeof(commands) / sizeof(commands[0]), argc - optind,
-		       argv + optind, "command");
+	ret = cli_dispatch(commands, sizeof(commands) / sizeof(commands[0]), argc - optind,
+			   argv + optind, "command");
 	if (fflush(stdout) && !ret)
-		ret = fail("writing the output: %s", strerror(errno));
+		ret = cli_fail("writing the output: %s", strerror(errno));
 	return ret;
 }

@@ -1,11 +1,13 @@
 /* weft's control requests on the UAPI socket: verb dispatch, the device
- * calls behind each verb, and replies with a reason when they fail.
+ * and mesh calls behind each verb, and replies with a reason when they fail.
  *
  * Security model: the body comes from whoever holds the root-only socket
- * and is parsed by tun/port_text.c, which bounds and checks every value;
- * only a configuration port_config_check accepted reaches the device. The
- * server runs one request at a time (its IPC lock), so a port-add and a
- * port-del never race here. */
+ * and is parsed by tun/port_text.c (ports) or router/mesh_text.c (VM
+ * addresses, the mesh), which bound and check every value; only a port
+ * configuration port_config_check accepted, and only addresses with their
+ * host bits clear, reach the device. The server runs one request at a time
+ * (its IPC lock), so a port-add and a port-del never race here, and the
+ * get-modify-set of mesh-set is not interleaved with another request. */
 #include "daemon/control.h"
 
 #include <errno.h>
@@ -13,9 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "router/mesh_text.h"
 #include "tun/port_text.h"
 #include "wg/device.h"
 #include "wg/log.h"
+#include "wg/mesh.h"
 
 static bool share_addr(const struct port_config *a, const struct port_config *b)
 {
@@ -108,6 +112,101 @@ static int port_list(struct wg_device *dev, const char *body, size_t len, char *
 	return ret;
 }
 
+/* ---- VM addresses and the mesh ----------------------------------------- */
+
+static int vm_add(struct wg_device *dev, const char *body, size_t len, char **reply,
+		  size_t *reply_len, const char **why)
+{
+	struct mesh_text_vm_request *req = malloc(sizeof(*req));
+	int ret;
+
+	if (!req)
+		return -ENOMEM;
+	ret = mesh_text_parse_vm_request(body, len, true, req, why);
+	if (!ret)
+		ret = wg_mesh_vm_add(dev, req->port, req->addrs, req->n_addrs);
+	free(req);
+	switch (ret) {
+	case -ENOENT:
+		*why = "no port with this name";
+		break;
+	case -EEXIST:
+		*why = "an address belongs to another port";
+		break;
+	case -ENOSPC:
+		*why = "the port would have more than 16 addresses";
+		break;
+	case -EINVAL:
+		if (!*why)
+			*why = "the device refused an address";
+		break;
+	}
+	return ret;
+}
+
+static int vm_del(struct wg_device *dev, const char *body, size_t len, char **reply,
+		  size_t *reply_len, const char **why)
+{
+	struct mesh_text_vm_request *req = malloc(sizeof(*req));
+	int ret;
+
+	if (!req)
+		return -ENOMEM;
+	ret = mesh_text_parse_vm_request(body, len, false, req, why);
+	if (!ret) {
+		ret = wg_mesh_vm_del(dev, req->addrs, req->n_addrs);
+		if (ret == -ENOENT)
+			*why = "an address is registered to no port";
+	}
+	free(req);
+	return ret;
+}
+
+/* get-modify-set: what the request leaves out stays as it is. */
+static int mesh_set(struct wg_device *dev, const char *body, size_t len, char **reply,
+		    size_t *reply_len, const char **why)
+{
+	struct wg_mesh_config cfg;
+	struct wg_mesh_stats st;
+	struct mesh_text_set set;
+	int ret = mesh_text_parse_set(body, len, &set, why);
+
+	if (ret)
+		return ret;
+	wg_mesh_get(dev, &cfg, &st);
+	mesh_text_apply_set(&set, &cfg);
+	ret = wg_mesh_set(dev, &cfg);
+	if (ret == -EINVAL)
+		*why = "the mesh refused the configuration";
+	return ret;
+}
+
+static int mesh_show(struct wg_device *dev, const char *body, size_t len, char **reply,
+		     size_t *reply_len, const char **why)
+{
+	struct wg_mesh_route *routes = NULL;
+	struct wg_mesh_config cfg;
+	struct wg_mesh_stats st;
+	size_t n = 0;
+	bool truncated;
+	int ret;
+
+	if (len) {
+		*why = "mesh-show takes no keys";
+		return -EINVAL;
+	}
+	wg_mesh_get(dev, &cfg, &st);
+	/* One more than is shown, to know whether there were more. */
+	ret = wg_mesh_routes(dev, &routes, &n, MESH_TEXT_MAX_ROUTES + 1);
+	if (ret)
+		return ret;
+	truncated = n > MESH_TEXT_MAX_ROUTES;
+	ret = mesh_text_format_show(&cfg, &st, routes, truncated ? MESH_TEXT_MAX_ROUTES : n,
+				    truncated, reply, reply_len);
+	free(routes);
+	return ret;
+}
+
 static const struct control_verb {
 	const char *verb;
 	int (*run)(struct wg_device *dev, const char *body, size_t len, char **reply,
@@ -116,6 +215,10 @@ static const struct control_verb {
 	{ "port-add", port_add },
 	{ "port-del", port_del },
 	{ "port-list", port_list },
+	{ "vm-add", vm_add },
+	{ "vm-del", vm_del },
+	{ "mesh-set", mesh_set },
+	{ "mesh-show", mesh_show },
 };
 
 int control_command(void *ctx, const char *verb, const char *body, size_t len, char **reply,

@@ -9,8 +9,12 @@
 
 /* The wg_uapi_ops.command of weftd; ctx is the struct wg_device. Verbs:
  * port-add (a port_text request body), port-del (name=NAME), port-list (no
- * keys; replies with port_text_format_info). 0 or -errno; on failure
- * *reply may hold a "message=WHY\n" line. */
+ * keys; replies with port_text_format_info); vm-add (port=NAME and
+ * address=CIDR lines: wg_mesh_vm_add), vm-del (address lines:
+ * wg_mesh_vm_del), mesh-set (mode=, prefix=: wg_mesh_set of what
+ * wg_mesh_get gave with those changed), mesh-show (no keys; replies with
+ * mesh_text_format_show). 0 or -errno; on failure *reply may hold a
+ * "message=WHY\n" line. */
 int control_command(void *ctx, const char *verb, const char *body, size_t len, char **reply,
 		    size_t *reply_len);
 

@@ -1,12 +1,17 @@
 /* weftd: the userspace WireGuard daemon, a drop-in for wireguard-go.
  *
- *   weftd [-f/--foreground] INTERFACE-NAME
+ *   weftd [-f] [--ports FILE] [--mesh FILE] [--metrics [ADDR:]PORT
+ *         [--metrics-public]] IFNAME
  *
  * Creates the TUN device and /var/run/wireguard/INTERFACE-NAME.sock, then
  * runs until SIGTERM/SIGINT, until the TUN device is deleted, or until the
- * socket file is removed. Without -f (or WG_PROCESS_FOREGROUND=1) it
- * detaches once the interface and socket are ready, as wireguard-go does,
- * so that wg-quick can configure it right after it returns. */
+ * socket file is removed; SIGHUP re-applies the ports and mesh files.
+ * Without -f (or
+ * WG_PROCESS_FOREGROUND=1) it detaches once the interface and socket are
+ * ready, as wireguard-go does, so that wg-quick can configure it right
+ * after it returns. Under systemd (Type=notify) it reports READY=1,
+ * RELOADING=1, STOPPING=1 and a STATUS= line itself (daemon/notify.c). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -23,7 +28,11 @@
 #include "crypto/aead.h"
 #include "daemon/caps.h"
 #include "daemon/control.h"
+#include "daemon/mesh_file.h"
+#include "daemon/metrics.h"
+#include "daemon/metrics_http.h"
 #include "daemon/notify.h"
+#include "daemon/ports_file.h"
 #include "tun/netlink.h"
 #include "tun/offload.h"
 #include "tun/port_text.h"
@@ -34,7 +43,13 @@
 #include "wg/messages.h"
 #include "wg/uapi.h"
 
-#define WEFT_VERSION "0.1.0"
+#ifndef WEFT_VERSION
+#define WEFT_VERSION "unknown"
+#endif
+
+enum {
+	STATUS_EVERY_MS = 30 * 1000, /* how often STATUS= follows the counters */
+};
 
 static int stop_fd = -1; /* eventfd: written by any thread that wants us gone */
 
@@ -62,12 +77,36 @@ static int uapi_stats(void *ctx, char **text, size_t *len)
 	return wg_device_stats(ctx, text, len);
 }
 
+/* weft=metrics is served here rather than in control.c's table, so that
+ * control.c (tested against a fake device) does not pull in the whole
+ * device for the exposition. */
+static int uapi_command(void *ctx, const char *verb, const char *body, size_t len, char **reply,
+			size_t *reply_len)
+{
+	const char *why = NULL;
+	int ret;
+
+	if (strcmp(verb, "metrics"))
+		return control_command(ctx, verb, body, len, reply, reply_len);
+	*reply = NULL;
+	*reply_len = 0;
+	ret = metrics_control(ctx, body, len, reply, reply_len, &why);
+	if (ret && why) {
+		int n = asprintf(reply, "message=%s\n", why);
+
+		*reply_len = n > 0 ? (size_t)n : 0;
+		if (n < 0)
+			*reply = NULL;
+	}
+	return ret;
+}
+
 static const struct wg_uapi_ops uapi_ops = {
 	.get = uapi_get,
 	.set = uapi_set,
 	.stats = uapi_stats,
 	.gone = request_stop,
-	.command = control_command,
+	.command = uapi_command,
 };
 
 /* WEFT_WORKERS (default: one per online CPU) and WEFT_CPUS ("0,1,...":
@@ -118,69 +157,50 @@ static void setup_offloads(int fd)
 	}
 }
 
-/* The ports of a ports file, so that a host's VM ports survive a restart.
- * 0, or -1 after logging what is wrong. */
-static int load_ports(struct wg_device *dev, const char *path)
-{
-	struct port_config *cfgs = NULL;
-	const char *why = NULL;
-	size_t n = 0, len = 0;
-	char *text = NULL;
-	int line = 0, err = -1;
-	FILE *f = fopen(path, "r");
-
-	if (!f || getdelim(&text, &len, '\0', f) < 0) {
-		log_error("ports file %s: %s", path, strerror(errno));
-		goto out;
-	}
-	if (port_text_parse_file(text, strlen(text), &cfgs, &n, &line, &why)) {
-		log_error("ports file %s:%d: %s", path, line, why ? why : "invalid");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		int e = wg_device_port_add(dev, &cfgs[i]);
-
-		if (e) {
-			log_error("ports file %s: port %s: %s", path, cfgs[i].name, strerror(-e));
-			goto out;
-		}
-	}
-	log_info("%zu port%s from %s", n, n == 1 ? "" : "s", path);
-	err = 0;
-out:
-	if (f)
-		fclose(f);
-	free(text);
-	free(cfgs);
-	return err;
-}
-
 static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
-		"Usage: %s [-f/--foreground] [--ports FILE] INTERFACE-NAME\n"
+		"Usage: %s [-f] [-p FILE] [--mesh FILE] [-m [ADDR:]PORT [--metrics-public]]\n"
+		"       INTERFACE-NAME\n"
 		"\n"
 		"Creates the TUN interface INTERFACE-NAME and serves the WireGuard\n"
 		"configuration socket /var/run/wireguard/INTERFACE-NAME.sock, as\n"
-		"wireguard-go does; configure it with wg(8) or wg-quick(8).\n"
+		"wireguard-go does; configure it with wg(8) or wg-quick(8), and its VM\n"
+		"ports with weft(8). SIGHUP re-applies the ports and mesh files.\n"
 		"\n"
-		"  -f, --foreground  stay in the foreground (also WG_PROCESS_FOREGROUND=1)\n"
-		"  -p, --ports FILE  add the VM ports of a ports file at start-up ([Port]\n"
-		"                    sections, see docs/cli.md); a bad file\n"
-		"                    or a port that cannot be opened stops weftd\n"
-		"  -h, --help        show this help\n"
-		"  -v, --version     show the version\n"
+		"Options:\n"
+		"  -f, --foreground         stay in the foreground (also WG_PROCESS_FOREGROUND=1)\n"
+		"  -p, --ports FILE         the VM ports of a ports file ([Port] sections, see\n"
+		"                           weft(8)): added at start-up, where a bad file or a\n"
+		"                           port that cannot be opened stops weftd; re-applied\n"
+		"                           on SIGHUP (changed ports replaced, ports the file\n"
+		"                           dropped removed, others untouched)\n"
+		"      --mesh FILE          the mesh's mode and prefixes ([Mesh] with Mode and\n"
+		"                           Prefix, see weft(8)): set at start-up, where a bad\n"
+		"                           file stops weftd; re-applied on SIGHUP\n"
+		"  -m, --metrics [ADDR:]PORT\n"
+		"                           serve Prometheus metrics on http://ADDR:PORT/metrics\n"
+		"                           (ADDR numeric, [IPv6] in brackets; a bare PORT is\n"
+		"                           127.0.0.1:PORT); off by default\n"
+		"      --metrics-public     allow a --metrics ADDR that is not loopback\n"
+		"  -h, --help               show this help\n"
+		"  -v, --version            show the version\n"
 		"\n"
 		"Environment:\n"
 		"  LOG_LEVEL=error|verbose|debug|silent   log verbosity (default error)\n"
+		"  JOURNAL_STREAM (set by systemd)        log lines with <N> priority prefixes\n"
+		"  NOTIFY_SOCKET (set by systemd)         report READY=1, STATUS=, RELOADING=1\n"
 		"  WEFT_WORKERS=N                         data-path threads (default: one per CPU)\n"
 		"  WEFT_CPUS=0,1,...                      pin worker i to the i-th CPU listed\n"
 		"  WEFT_TUN_OFFLOAD=0                     no virtio-net header, TSO or GRO on the TUN\n"
+		"  WEFT_TAP_OFFLOAD=0                     no TSO or checksum offload on tap ports\n"
 		"  WEFT_UDP_GSO=0, WEFT_UDP_GRO=0         no UDP segmentation / coalescing\n"
 		"  WEFT_TUN_TXQUEUELEN=N                  TUN queue length (default 16 with TSO)\n"
 		"  WEFT_SOCKET_BUFFER=BYTES               UDP socket buffers (default 1 MiB)\n"
 		"  WEFT_AEAD=sodium|openssl               force a ChaCha20-Poly1305 backend\n"
-		"                                         (default: the faster on this CPU)\n",
+		"                                         (default: the faster on this CPU)\n"
+		"  WEFT_TEST_UNDER_LOAD=1                 tests: always answer with cookies\n"
+		"  WEFT_TEST_CLOCK_SPEEDUP=N              tests: protocol clock N times faster\n",
 		prog);
 }
 
@@ -240,11 +260,102 @@ static void choose_aead(void)
 		log_info("using %s for ChaCha20-Poly1305", b->name);
 }
 
+/* STATUS= for systemctl status: what runs and what it carried. */
+static void notify_status(struct wg_device *dev, const char *prefix, const char *last_reload)
+{
+	char state[512];
+	size_t n_ports = 0;
+	struct port_info *ports = NULL;
+	size_t n_peers;
+	int c;
+
+	if (!getenv("NOTIFY_SOCKET"))
+		return;
+	pthread_rwlock_rdlock(&dev->lock);
+	n_peers = dev->n_peers;
+	pthread_rwlock_unlock(&dev->lock);
+	if (!wg_device_port_list(dev, &ports, &n_ports))
+		free(ports);
+	snprintf(state, sizeof(state),
+		 "%sSTATUS=%s up: %zu peer%s, %zu port%s, %d worker%s, %s; rx %llu tx %llu "
+		 "packets%s%s\n",
+		 prefix, dev->ifname, n_peers, n_peers == 1 ? "" : "s", n_ports,
+		 n_ports == 1 ? "" : "s", dev->n_workers, dev->n_workers > 1 ? "s" : "",
+		 aead_active()->name, (unsigned long long)atomic_load(&dev->stats.rx_packets),
+		 (unsigned long long)atomic_load(&dev->stats.tx_packets),
+		 last_reload ? "; last reload: " : "", last_reload ? last_reload : "");
+	if ((c = notify_send(state)))
+		log_error("cannot notify the service manager: %s", strerror(-c));
+}
+
+/* SIGHUP: the configuration files again, tunnels untouched. result gets
+ * what each file did, for STATUS=. */
+static void reload(struct wg_device *dev, const char *mesh_path, struct ports_file *pf,
+		   char *result, size_t len)
+{
+	char mesh[128] = "", ports[128] = "";
+
+	notify_send("RELOADING=1\n");
+	log_info("Reloading");
+	if (mesh_path)
+		mesh_file_apply(mesh_path, dev, mesh, sizeof(mesh));
+	if (pf->path)
+		ports_file_apply(pf, dev, ports, sizeof(ports));
+	if (!mesh_path && !pf->path)
+		snprintf(result, len, "nothing to reload (no --ports, no --mesh)");
+	else
+		snprintf(result, len, "%s%s%s", mesh, mesh[0] && ports[0] ? "; " : "", ports);
+	notify_status(dev, "READY=1\n", result);
+}
+
+static int start_metrics(struct wg_device *dev, const char *spec, bool public,
+			 struct metrics_http **out)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	const char *why;
+	bool loopback;
+	int err;
+
+	if (metrics_http_parse_addr(spec, &ss, &len, &loopback, &why)) {
+		log_error("--metrics %s: %s", spec, why);
+		return -1;
+	}
+	/* Metrics name peers and their allowed IPs: not for every network
+	 * unless the operator says so. */
+	if (!loopback && !public) {
+		log_error("--metrics %s: not a loopback address; add --metrics-public to serve "
+			  "metrics beyond this host",
+			  spec);
+		return -1;
+	}
+	*out = metrics_http_start((struct sockaddr *)&ss, len, metrics_render_cb, dev, &err);
+	if (!*out) {
+		log_error("--metrics %s: %s", spec, strerror(-err));
+		return -1;
+	}
+	{
+		char host[INET6_ADDRSTRLEN] = "?";
+		const void *a = ss.ss_family == AF_INET6
+					? (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr
+					: (const void *)&((struct sockaddr_in *)&ss)->sin_addr;
+
+		inet_ntop(ss.ss_family, a, host, sizeof(host));
+		log_info("Metrics on http://%s%s%s:%u/metrics", ss.ss_family == AF_INET6 ? "[" : "",
+			 host, ss.ss_family == AF_INET6 ? "]" : "", metrics_http_port(*out));
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	enum { OPT_METRICS_PUBLIC = 256, OPT_MESH };
 	static const struct option opts[] = {
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "metrics", required_argument, NULL, 'm' },
+		{ "metrics-public", no_argument, NULL, OPT_METRICS_PUBLIC },
+		{ "mesh", required_argument, NULL, OPT_MESH },
 		{ "ports", required_argument, NULL, 'p' },
 		{ "version", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
@@ -253,22 +364,34 @@ int main(int argc, char **argv)
 	const char *env_off = getenv("WEFT_TUN_OFFLOAD");
 	bool vnet = !(env_off && !strcmp(env_off, "0"));
 	bool foreground = env_fg && !strcmp(env_fg, "1");
-	char name[IFNAMSIZ];
+	bool metrics_public = false;
+	char name[IFNAMSIZ], reload_result[256] = "";
 	struct wg_uapi_server *uapi = NULL;
 	struct tun_link_watch *watch = NULL;
+	struct metrics_http *metrics = NULL;
 	struct wg_device *dev = NULL;
+	struct ports_file ports = { 0 };
 	int c, ready_fd = -1, sig_fd, ret = 1, n_workers, n_open = 0;
-	const char *ports_file = NULL;
+	const char *metrics_spec = NULL, *mesh_path = NULL;
 	int tun_fds[WG_MAX_WORKERS], cpus[WG_MAX_WORKERS];
 	sigset_t mask;
 
-	while ((c = getopt_long(argc, argv, "fhvp:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fhvp:m:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			foreground = true;
 			break;
 		case 'p':
-			ports_file = optarg;
+			ports.path = optarg;
+			break;
+		case 'm':
+			metrics_spec = optarg;
+			break;
+		case OPT_METRICS_PUBLIC:
+			metrics_public = true;
+			break;
+		case OPT_MESH:
+			mesh_path = optarg;
 			break;
 		case 'h':
 			usage(stdout, argv[0]);
@@ -287,6 +410,10 @@ int main(int argc, char **argv)
 	}
 	if (strlen(argv[optind]) >= IFNAMSIZ) {
 		fprintf(stderr, "Interface name too long: %s\n", argv[optind]);
+		return 1;
+	}
+	if (metrics_public && !metrics_spec) {
+		fprintf(stderr, "--metrics-public without --metrics\n");
 		return 1;
 	}
 
@@ -342,6 +469,7 @@ int main(int argc, char **argv)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
@@ -356,6 +484,12 @@ int main(int argc, char **argv)
 	}
 	log_info("%d data-path worker%s", n_workers, n_workers > 1 ? "s" : "");
 	dev->on_fatal = request_stop;
+	/* Everything that needs more privilege than the runtime set is open
+	 * now. Capabilities are per thread: drop them before the first thread
+	 * starts, so that every thread (and the io_uring workers of the
+	 * kernel) has only what caps.c keeps. */
+	if ((c = caps_drop_to_runtime()))
+		log_info("cannot drop capabilities: %s", strerror(-c));
 	if (wg_device_start(dev)) {
 		log_error("Failed to start device threads");
 		goto out;
@@ -365,27 +499,23 @@ int main(int argc, char **argv)
 		log_error("Failed to listen on UAPI socket: %s", strerror(errno));
 		goto out;
 	}
-	if (ports_file && load_ports(dev, ports_file))
+	/* The mesh before the ports, so their addresses are announced. */
+	if (mesh_path && mesh_file_apply(mesh_path, dev, reload_result, sizeof(reload_result)))
+		goto out;
+	if (ports.path && ports_file_apply(&ports, dev, NULL, 0))
+		goto out;
+	reload_result[0] = '\0';
+	if (metrics_spec && start_metrics(dev, metrics_spec, metrics_public, &metrics))
 		goto out;
 	watch = tun_link_watch_new(tun_link_index(name));
 	if (watch && tun_link_watch_gone(watch)) {
 		log_error("TUN device vanished");
 		goto out;
 	}
-	/* Everything that needs more privilege is open now. */
-	if ((c = caps_drop_to_runtime()))
-		log_info("cannot drop capabilities: %s", strerror(-c));
 	log_info("Device started");
 	tell_parent(ready_fd, 0);
 	ready_fd = -1;
-	{
-		char state[128];
-
-		snprintf(state, sizeof(state), "READY=1\nSTATUS=%s up, %d worker%s, %s\n", name,
-			 n_workers, n_workers > 1 ? "s" : "", aead_active()->name);
-		if ((c = notify_send(state)))
-			log_error("cannot notify the service manager: %s", strerror(-c));
-	}
+	notify_status(dev, "READY=1\n", NULL);
 
 	for (;;) {
 		struct pollfd pfd[3] = {
@@ -393,13 +523,24 @@ int main(int argc, char **argv)
 			{ .fd = stop_fd, .events = POLLIN },
 			{ .fd = watch ? tun_link_watch_fd(watch) : -1, .events = POLLIN },
 		};
+		struct signalfd_siginfo si;
+		int n = poll(pfd, 3, STATUS_EVERY_MS);
 
-		if (poll(pfd, 3, -1) < 0) {
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
+		if (n == 0) {
+			notify_status(dev, "", reload_result[0] ? reload_result : NULL);
+			continue;
+		}
 		if (pfd[0].revents) {
+			if (read(sig_fd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo == SIGHUP) {
+				reload(dev, mesh_path, &ports, reload_result,
+				       sizeof(reload_result));
+				continue;
+			}
 			log_info("Shutting down");
 			break;
 		}
@@ -414,6 +555,7 @@ int main(int argc, char **argv)
 	ret = 0;
 out:
 	tell_parent(ready_fd, 1);
+	metrics_http_stop(metrics);
 	if (uapi)
 		wg_uapi_server_stop(uapi);
 	if (dev) {
@@ -422,5 +564,6 @@ out:
 	}
 	if (watch)
 		tun_link_watch_free(watch);
+	ports_file_free(&ports);
 	return ret;
 }

@@ -168,3 +168,20 @@ enum frame_verdict frame_ip_check(const struct port_config *cfg, uint8_t *frame,
 		return drop(why, PORT_DROP_unsupported);
 	}
 }
+
+bool frame_ip_forward(uint8_t *ip, size_t len)
+{
+	if (len >= IP4_HLEN && ip[0] >> 4 == 4) {
+		if (ip[8] <= 1)
+			return false;
+		ip4_ttl_decrement(ip);
+		return true;
+	}
+	if (len >= IP6_HLEN && ip[0] >> 4 == 6) {
+		if (ip[7] <= 1)
+			return false;
+		ip[7]--;
+		return true;
+	}
+	return false;
+}

@@ -55,6 +55,12 @@ bool frame_source_registered(const struct port_config *cfg, int family, const ui
  * or of another version. */
 int frame_ip_destination(const uint8_t *ip, size_t len, const uint8_t **dst);
 
+/* A packet weft forwards between two tunnels: its TTL (hop limit)
+ * decremented, with the IPv4 checksum updated. false: it ran out (or ip is
+ * no IP packet), drop it. Bounds a forwarding loop between hosts that
+ * disagree for a moment about where an address is. */
+bool frame_ip_forward(uint8_t *ip, size_t len);
+
 /* Writes an Ethernet header: dst, src, and the EtherType of an IP packet
  * of version ip_version (4 or 6). */
 void frame_eth_header(uint8_t *hdr, const uint8_t dst[6], const uint8_t src[6], int ip_version);

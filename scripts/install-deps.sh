@@ -16,6 +16,10 @@ PACKAGES=(
 	qemu-system-x86 busybox-static cpio xz-utils
 	# bench
 	gnuplot-nox jq
+	# service: man pages (scdoc), the .deb (cpack, dpkg-shlibdeps), metrics
+	# scrapes checked with promtool (prometheus; its service is not started
+	# where policy-rc.d forbids it), man(1) for the installed pages
+	scdoc dpkg-dev prometheus curl man-db
 )
 
 missing=()

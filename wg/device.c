@@ -13,6 +13,7 @@
 #include "wg/clock.h"
 #include "wg/handshake.h"
 #include "wg/log.h"
+#include "wg/mesh.h"
 #include "wg/peer.h"
 #include "wg/ports.h"
 #include "wg/send.h"
@@ -82,6 +83,7 @@ static void remove_peer(struct wg_device *dev, struct wg_peer *peer)
 		dev->peers_tail = peer->list_prev;
 	dev->n_peers--;
 	rt_remove_value(dev->allowed_ips, peer);
+	wg_mesh_peer_removed(dev, peer);
 	wg_peer_free(peer);
 }
 
@@ -440,7 +442,7 @@ struct wg_device *wg_device_new(const char *ifname, const int *tun_fds, const in
 
 	dev->identity = sodium_malloc(sizeof(*dev->identity));
 	dev->allowed_ips = rt_table_new();
-	if (!dev->identity || !dev->allowed_ips)
+	if (!dev->identity || !dev->allowed_ips || wg_mesh_new(dev, &dev->mesh))
 		goto fail;
 	memset(dev->identity, 0, sizeof(*dev->identity));
 	wg_index_init(&dev->index);
@@ -479,6 +481,9 @@ int wg_device_start(struct wg_device *dev)
 		if (err)
 			return err;
 	}
+	err = wg_mesh_start(dev->mesh);
+	if (err)
+		return err;
 	dev->running = true;
 	return 0;
 }
@@ -486,6 +491,7 @@ int wg_device_start(struct wg_device *dev)
 void wg_device_stop(struct wg_device *dev)
 {
 	atomic_store(&dev->stopping, true);
+	wg_mesh_stop(dev->mesh);
 	wg_ports_halt_backends(dev);
 	for (int i = 0; i < dev->n_workers; i++) {
 		wg_worker_stop(dev->workers[i]);
@@ -509,6 +515,8 @@ void wg_device_free(struct wg_device *dev)
 	wg_ports_halt_backends(dev);
 	if (dev->identity) {
 		pthread_rwlock_wrlock(&dev->lock);
+		wg_mesh_free(dev->mesh);
+		dev->mesh = NULL;
 		remove_all_peers(dev);
 		wg_ports_clear(dev);
 		pthread_rwlock_unlock(&dev->lock);

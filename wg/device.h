@@ -34,6 +34,7 @@
 
 struct wg_peer;
 struct wg_port;
+struct wg_mesh;
 struct wg_worker;
 
 enum { WG_PEER_BUCKETS = 1 << 12 };
@@ -61,6 +62,8 @@ struct wg_device {
 	uint16_t listen_port;
 	uint32_t fwmark;
 	struct wg_socket_set sockets;        /* a pair per worker; fds read lock-free */
+
+	struct wg_mesh *mesh;                /* wg/mesh.h */
 
 	struct wg_index_table index;
 	struct wg_cookie_checker cookie_checker;
@@ -104,6 +107,17 @@ int wg_device_port_del(struct wg_device *dev, const char *name);
 /* A snapshot of every port in creation order (malloc'd array, the caller
  * frees it). 0 or -ENOMEM. */
 int wg_device_port_list(struct wg_device *dev, struct port_info **out, size_t *n);
+
+/* Registers addrs[0, n) (checked like a port's `address`) to the port
+ * named name, at run time: its anti-spoofing set, its NDP view and the
+ * forwarding table. Addresses it has already are skipped. 0, -ENOENT (no
+ * such port), -EEXIST (another port has one), -ENOSPC (PORT_MAX_ADDRS),
+ * -EINVAL. All or nothing but for -ENOMEM. */
+int wg_device_port_register(struct wg_device *dev, const char *name, const struct port_addr *addrs,
+			    size_t n);
+/* Unregisters addrs from whichever ports have them: 0, or -ENOENT when one
+ * is registered nowhere (then nothing changed). */
+int wg_device_port_unregister(struct wg_device *dev, const struct port_addr *addrs, size_t n);
 
 /* Wakes every worker to notice changed sockets or ports. */
 void wg_device_kick_workers(struct wg_device *dev);

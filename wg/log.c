@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 enum wg_log_level wg_log_level = WG_LOG_ERROR;
 static char log_ifname[32] = "weft";
@@ -17,13 +19,29 @@ void wg_log_set_level(enum wg_log_level level)
 	wg_log_level = level;
 }
 
+bool wg_log_stderr_is_journal(const char *journal_stream)
+{
+	unsigned long long dev, ino;
+	struct stat st;
+	char end;
+
+	/* systemd sets "DEVICE:INODE" of the stream it connected to stderr;
+	 * a child whose stderr went elsewhere inherits the variable but must
+	 * not prefix its lines (sd-daemon(3), systemd.exec(5)). */
+	if (!journal_stream || sscanf(journal_stream, "%llu:%llu%c", &dev, &ino, &end) != 2)
+		return false;
+	if (fstat(STDERR_FILENO, &st))
+		return false;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
 void wg_log_init(const char *ifname)
 {
 	const char *lvl = getenv("LOG_LEVEL");
 
 	if (ifname)
 		snprintf(log_ifname, sizeof(log_ifname), "%s", ifname);
-	log_journal = getenv("JOURNAL_STREAM") != NULL;
+	log_journal = wg_log_stderr_is_journal(getenv("JOURNAL_STREAM"));
 	if (!lvl)
 		return;
 	if (!strcmp(lvl, "verbose"))

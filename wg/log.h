@@ -1,5 +1,7 @@
 /* Logging in wireguard-go's style: LOG_LEVEL=silent|error|verbose|debug,
- * lines "LEVEL: (ifname) date time message" on stderr. */
+ * lines "LEVEL: (ifname) date time message" on stderr; under systemd, when
+ * stderr is the journal stream JOURNAL_STREAM names, "<N>(ifname) message"
+ * with the syslog priority N (3 error, 6 info, 7 debug) and no date. */
 #ifndef WEFT_WG_LOG_H
 #define WEFT_WG_LOG_H
 
@@ -16,8 +18,12 @@ enum wg_log_level {
 
 extern enum wg_log_level wg_log_level;
 
-/* Reads LOG_LEVEL (default error) and remembers the interface name. */
+/* Reads LOG_LEVEL (default error) and JOURNAL_STREAM, and remembers the
+ * interface name. */
 void wg_log_init(const char *ifname);
+/* Whether stderr is the stream journal_stream ("DEVICE:INODE", the value
+ * of $JOURNAL_STREAM; NULL: not set) names. */
+bool wg_log_stderr_is_journal(const char *journal_stream);
 void wg_log_set_level(enum wg_log_level level);
 void wg_log(enum wg_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

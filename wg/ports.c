@@ -15,6 +15,7 @@
 #include "tun/tun.h"
 #include "wg/device.h"
 #include "wg/log.h"
+#include "wg/mesh.h"
 #include "wg/vhost_port.h"
 
 enum { PORT_RELEASE_WAIT_MS = 5000 };
@@ -230,6 +231,7 @@ int wg_device_port_add(struct wg_device *dev, const struct port_config *cfg)
 	}
 	wg_device_kick_workers(dev);
 	log_info("port %s added", cfg->name);
+	wg_mesh_local_added(dev, port->cfg.addrs, port->cfg.n_addrs);
 	return 0;
 }
 
@@ -264,12 +266,121 @@ int wg_device_port_del(struct wg_device *dev, const char *name)
 	if (!port)
 		return -ENOENT;
 	wg_device_kick_workers(dev);
+	wg_mesh_local_removed(dev, port->cfg.addrs, port->cfg.n_addrs);
 	/* Then no worker touches the guest's memory any more. */
 	if (wait_workers_gone(port))
 		wg_vhost_stop(port);
 	log_info("port %s removed", name);
 	wg_port_put(port);
 	return 0;
+}
+
+static bool same_addr(const struct port_addr *a, const struct port_addr *b)
+{
+	return a->family == b->family && a->cidr == b->cidr && !memcmp(a->addr, b->addr, 16);
+}
+
+static struct wg_port *port_with_addr(struct wg_device *dev, const struct port_addr *a,
+				      size_t *index)
+{
+	for (int i = 0; i < PORT_MAX; i++)
+		for (size_t j = 0; dev->ports[i] && j < dev->ports[i]->cfg.n_addrs; j++)
+			if (same_addr(&dev->ports[i]->cfg.addrs[j], a)) {
+				*index = j;
+				return dev->ports[i];
+			}
+	return NULL;
+}
+
+/* The port's NDP view follows its addresses (it never answers for them). */
+static void port_readdressed(struct wg_port *port)
+{
+	wg_port_ndp_config(&port->cfg, &port->ndp);
+	if (port->ndp.has_gateway4 && !port->cfg.has_gateway4) {
+		memcpy(port->cfg.gateway4, port->ndp.gateway4, 4);
+		port->cfg.has_gateway4 = true;
+	}
+}
+
+int wg_device_port_register(struct wg_device *dev, const char *name, const struct port_addr *addrs,
+			    size_t n)
+{
+	struct port_config next;
+	struct wg_port *port, *other;
+	const char *why = NULL;
+	size_t idx, added = 0;
+	int err = 0;
+
+	pthread_rwlock_wrlock(&dev->lock);
+	port = port_by_name(dev, name);
+	if (!port) {
+		err = -ENOENT;
+		goto out;
+	}
+	/* The port's configuration as it would be, checked as a whole. */
+	next = port->cfg;
+	for (size_t i = 0; i < n; i++) {
+		bool dup = false;
+
+		other = port_with_addr(dev, &addrs[i], &idx);
+		if (other && other != port) {
+			err = -EEXIST;
+			goto out;
+		}
+		for (size_t j = 0; j < next.n_addrs; j++)
+			dup |= same_addr(&next.addrs[j], &addrs[i]);
+		if (dup)
+			continue;
+		if (next.n_addrs == PORT_MAX_ADDRS) {
+			err = -ENOSPC;
+			goto out;
+		}
+		next.addrs[next.n_addrs++] = addrs[i];
+	}
+	if (port_config_check(&next, &why)) {
+		log_error("port %s: %s", name, why ? why : "invalid address");
+		err = -EINVAL;
+		goto out;
+	}
+	for (size_t i = port->cfg.n_addrs; i < next.n_addrs && !err; i++) {
+		err = rt_insert(dev->allowed_ips, next.addrs[i].family, next.addrs[i].addr,
+				next.addrs[i].cidr, &port->hop);
+		if (!err) {
+			port->cfg.addrs[port->cfg.n_addrs++] = next.addrs[i];
+			added++;
+		}
+	}
+	if (added)
+		port_readdressed(port);
+out:
+	pthread_rwlock_unlock(&dev->lock);
+	if (added)
+		log_info("port %s: %zu addresses registered", name, added);
+	return err;
+}
+
+int wg_device_port_unregister(struct wg_device *dev, const struct port_addr *addrs, size_t n)
+{
+	struct wg_port *port;
+	size_t idx;
+	int err = 0;
+
+	pthread_rwlock_wrlock(&dev->lock);
+	for (size_t i = 0; i < n && !err; i++)
+		if (!port_with_addr(dev, &addrs[i], &idx))
+			err = -ENOENT;
+	for (size_t i = 0; i < n && !err; i++) {
+		port = port_with_addr(dev, &addrs[i], &idx);
+		if (!port)
+			continue; /* named twice */
+		rt_remove(dev->allowed_ips, addrs[i].family, addrs[i].addr, addrs[i].cidr, &port->hop);
+		memmove(&port->cfg.addrs[idx], &port->cfg.addrs[idx + 1],
+			(port->cfg.n_addrs - idx - 1) * sizeof(port->cfg.addrs[0]));
+		port->cfg.n_addrs--;
+		port_readdressed(port);
+	}
+	pthread_rwlock_unlock(&dev->lock);
+	return err;
 }
 
 static void fill_info(const struct wg_port *port, struct port_info *info)

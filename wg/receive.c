@@ -11,11 +11,13 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "ndp/mesh_msg.h"
 #include "router/table.h"
 #include "wg/clock.h"
 #include "wg/device.h"
 #include "wg/handshake.h"
 #include "wg/log.h"
+#include "wg/mesh.h"
 #include "wg/peer.h"
 
 /* Checks an inner IPv4/IPv6 header against the plaintext length, trims the
@@ -68,7 +70,8 @@ static bool wants_lastminute_rekey(struct wg_peer *peer, uint64_t now)
 }
 
 static uint32_t receive_data(struct wg_device *dev, uint8_t *data, uint32_t datagram_len,
-			     const union wg_sockaddr *src_addr, struct wg_tx *tx)
+			     const union wg_sockaddr *src_addr, struct wg_tx *tx,
+			     struct wg_peer **from)
 {
 	const struct wg_msg_data *hdr = (const struct wg_msg_data *)data;
 	uint8_t *inner = data + sizeof(*hdr);
@@ -77,6 +80,8 @@ static uint32_t receive_data(struct wg_device *dev, uint8_t *data, uint32_t data
 	struct wg_keypair *kp;
 	struct wg_peer *peer;
 	const uint8_t *src;
+	struct rt_hop *hop;
+	size_t forwarded = 0;
 	bool confirmed, rekey, ok;
 	int family;
 
@@ -134,11 +139,45 @@ static uint32_t receive_data(struct wg_device *dev, uint8_t *data, uint32_t data
 		wg_stat_inc(&dev->stats, drop_malformed);
 		return 0;
 	}
-	if (rt_lookup(dev->allowed_ips, family, src) != peer) {
-		wg_stat_inc(&dev->stats, drop_inner_source);
-		log_ratelimited(WG_LOG_DEBUG, "packet has disallowed source address");
-		return 0;
+	if (family == AF_INET6 && wg_mesh_enabled(dev)) {
+		if (mesh_msg_is_mesh(inner, plain_len)) {
+			wg_mesh_received(dev, peer, inner, plain_len);
+			return 0;
+		}
+		forwarded = mesh_fwd_unwrap(inner, plain_len);
+		if (forwarded) {
+			/* Sent on by the host the address moved away from, which
+			 * checked the source: unwrapped, and only kept from
+			 * claiming one of our own VMs. */
+			plain_len = (uint32_t)forwarded;
+			memmove(inner, inner + MESH_FWD_HLEN, plain_len);
+			family = inner_source(inner, &plain_len, &src);
+			if (!family) {
+				wg_stat_inc(&dev->stats, drop_malformed);
+				return 0;
+			}
+		}
 	}
+	hop = rt_lookup(dev->allowed_ips, family, src);
+	if (forwarded) {
+		if (hop && hop->kind == RT_HOP_PORT) {
+			wg_stat_inc(&dev->stats, drop_inner_source);
+			return 0;
+		}
+	} else if (hop != &peer->hop) {
+		switch (wg_mesh_check_source(dev, peer, hop)) {
+		case WG_MESH_ACCEPT:
+			break;
+		case WG_MESH_HOLD: /* it may have just moved to peer: checked first */
+			wg_mesh_hold(dev, peer, family, src, inner, plain_len);
+			return 0;
+		case WG_MESH_DROP:
+			wg_stat_inc(&dev->stats, drop_inner_source);
+			log_ratelimited(WG_LOG_DEBUG, "packet has disallowed source address");
+			return 0;
+		}
+	}
+	*from = peer;
 	wg_stat_inc(&dev->stats, rx_packets);
 	wg_stat_add(&dev->stats, rx_bytes, plain_len);
 	return plain_len;
@@ -150,6 +189,14 @@ drop:
 uint32_t wg_receive(struct wg_device *dev, uint8_t *data, uint32_t len,
 		    const union wg_sockaddr *src, struct wg_tx *tx)
 {
+	struct wg_peer *from;
+
+	return wg_receive_from(dev, data, len, src, tx, &from);
+}
+
+uint32_t wg_receive_from(struct wg_device *dev, uint8_t *data, uint32_t len,
+			 const union wg_sockaddr *src, struct wg_tx *tx, struct wg_peer **from)
+{
 	size_t want;
 
 	if (len < sizeof(struct wg_message_header))
@@ -158,7 +205,7 @@ uint32_t wg_receive(struct wg_device *dev, uint8_t *data, uint32_t len,
 	case WG_MSG_DATA:
 		if (len < WG_MSG_DATA_MIN)
 			goto malformed;
-		return receive_data(dev, data, len, src, tx);
+		return receive_data(dev, data, len, src, tx, from);
 	case WG_MSG_HANDSHAKE_INITIATION:
 		want = sizeof(struct wg_msg_initiation);
 		break;

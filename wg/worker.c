@@ -29,6 +29,7 @@
 #include "tun/offload.h"
 #include "wg/device.h"
 #include "wg/log.h"
+#include "wg/mesh.h"
 #include "wg/peer.h"
 #include "wg/pktpool.h"
 #include "wg/ports.h"
@@ -362,31 +363,60 @@ void wg_worker_host_output(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, u
 	}
 }
 
-/* Packets from the host that share one destination (one packet, or the
- * segments of one super-packet): to their peer or VM port. Consumes them. */
-static void route_from_host(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n)
+static void put_all(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		pkt_put(w, pkts[i]);
+}
+
+/* Packets that share one destination (one packet, or the segments of one
+ * super-packet), from the host, a VM, or the mesh's queues: to their peer
+ * (a static allowed IP or a learned location), a VM port, or the mesh's
+ * discovery. What matches nothing is the host's: from a VM it goes to the
+ * host (unrouted_to_host), from the host it is dropped. Consumes them. */
+void wg_worker_route(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n,
+		     bool unrouted_to_host)
 {
 	struct wg_device *dev = w->dev;
 	const uint8_t *dst;
 	int family = frame_ip_destination(wg_pkt_payload(pkts[0]), pkts[0]->len, &dst);
 	struct rt_hop *hop = family ? rt_lookup(dev->allowed_ips, family, dst) : NULL;
+	struct wg_peer *peer;
 
-	if (hop && hop->kind == RT_HOP_PEER) {
-		wg_send_to_peer(dev, wg_peer_from_hop(hop), pkts, n, &w->tx);
+	if (!family) {
+		wg_stat_add(&dev->stats, drop_malformed, n);
+		put_all(w, pkts, n);
 		return;
 	}
-	if (!family)
-		wg_stat_add(&dev->stats, drop_malformed, n);
-	else if (!hop)
-		wg_stat_add(&dev->stats, drop_no_route, n);
-	for (unsigned int i = 0; i < n; i++) {
-		if (hop)
+	switch (hop ? hop->kind : 0) {
+	case RT_HOP_REMOTE:
+		peer = mesh_loc_from_hop(hop)->peer;
+		if (peer) {
+			wg_send_to_peer(dev, peer, pkts, n, &w->tx);
+			return;
+		}
+		wg_stat_add(&dev->stats, drop_no_route, n); /* known to be nowhere */
+		break;
+	case RT_HOP_PEER:
+		wg_send_to_peer(dev, wg_peer_from_hop(hop), pkts, n, &w->tx);
+		return;
+	case RT_HOP_MESH:
+		wg_mesh_miss(dev, pkts, n, family, dst);
+		break;
+	case RT_HOP_PORT:
+		for (unsigned int i = 0; i < n; i++)
 			wg_worker_port_output(w, wg_port_from_hop(hop), pkts[i],
 					      wg_pkt_payload(pkts[i]), pkts[i]->len, NULL);
-		pkt_put(w, pkts[i]);
+		break;
+	default:
+		if (!unrouted_to_host)
+			wg_stat_add(&dev->stats, drop_no_route, n);
+		for (unsigned int i = 0; unrouted_to_host && i < n; i++)
+			wg_worker_host_output(w, pkts[i], wg_pkt_payload(pkts[i]), pkts[i]->len);
+		break;
 	}
+	put_all(w, pkts, n);
 }
-
 
 /* Writes this batch's coalesced TCP packets to the TUN or their VM. */
 static void gro_flush(struct wg_worker *w)
@@ -443,6 +473,35 @@ static void deliver(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t
 		wg_stat_inc(&w->dev->stats, drop_malformed);
 }
 
+/* Where an inner packet from the tunnel goes: NULL for the host. */
+static struct rt_hop *inner_hop(struct wg_worker *w, const uint8_t *ip, uint32_t len)
+{
+	const uint8_t *dst;
+	int family = frame_ip_destination(ip, len, &dst);
+
+	return family ? rt_lookup(w->dev->allowed_ips, family, dst) : NULL;
+}
+
+/* Worker 0: packets the mesh thread released. Those it checked the source
+ * of are delivered here as if just received; the others are routed, now
+ * that their destination has a location. */
+static void mesh_released(struct wg_worker *w)
+{
+	struct wg_pkt_queue out, in;
+	struct wg_pkt *p;
+
+	wg_mesh_take_released(w->dev, &out, &in);
+	while ((p = wg_pkt_queue_pop(&out)))
+		wg_worker_route(w, &p, 1, false);
+	while ((p = wg_pkt_queue_pop(&in))) {
+		struct rt_hop *hop = inner_hop(w, wg_pkt_payload(p), p->len);
+
+		deliver(w, p, wg_pkt_payload(p), p->len,
+			hop && hop->kind == RT_HOP_PORT ? wg_port_from_hop(hop) : NULL);
+		pkt_put(w, p);
+	}
+}
+
 static void udp_received(struct wg_worker *w, struct op *op, uint32_t len)
 {
 	struct wg_pkt *p = op->pkt;
@@ -457,18 +516,19 @@ static void udp_received(struct wg_worker *w, struct op *op, uint32_t len)
 	for (uint32_t off = 0; off < len; off += seg) {
 		uint32_t dlen = len - off < seg ? len - off : seg;
 		uint8_t *d = wg_pkt_payload(p) + off;
-		uint32_t inner = wg_receive(w->dev, d, dlen, &p->addr, &w->tx);
+		struct wg_peer *from;
+		uint32_t inner = wg_receive_from(w->dev, d, dlen, &p->addr, &w->tx, &from);
 		uint8_t *ip = d + WG_PKT_HEADROOM;
-		const uint8_t *dst;
-		int family;
 		struct rt_hop *hop;
 
 		if (!inner)
 			continue;
-		family = frame_ip_destination(ip, inner, &dst);
-		hop = family ? rt_lookup(w->dev->allowed_ips, family, dst) : NULL;
-		deliver(w, p, ip, inner,
-			hop && hop->kind == RT_HOP_PORT ? wg_port_from_hop(hop) : NULL);
+		hop = inner_hop(w, ip, inner);
+		if (hop && (hop->kind == RT_HOP_REMOTE || hop->kind == RT_HOP_MESH))
+			wg_mesh_transit(w->dev, from, hop, ip, inner, &w->tx);
+		else
+			deliver(w, p, ip, inner,
+				hop && hop->kind == RT_HOP_PORT ? wg_port_from_hop(hop) : NULL);
 	}
 }
 
@@ -520,7 +580,7 @@ static void tun_read_vnet(struct wg_worker *w, struct wg_pkt *p, uint32_t res)
 	}
 	n = wg_worker_split_super(w, p, &info, &why);
 	if (n)
-		route_from_host(w, w->seg_pkts, n);
+		wg_worker_route(w, w->seg_pkts, n, false);
 	else if (why == PORT_DROP_no_buffer)
 		wg_stat_add(&w->dev->stats, drop_no_buffer, info.n_segs);
 	else
@@ -562,7 +622,7 @@ static void complete(struct wg_worker *w, struct op *op, int res)
 				break;
 			}
 			p->len = (uint32_t)res;
-			route_from_host(w, &p, 1);
+			wg_worker_route(w, &p, 1, false);
 			break;
 		}
 		if (res < 0 && res != -EAGAIN && res != -EINTR && res != -ECANCELED)
@@ -784,6 +844,8 @@ static void *worker_thread(void *arg)
 			wg_worker_follow_ports(w);
 		while (reap(w) == REAP_BATCH)
 			;
+		if (w->id == 0 && wg_mesh_has_released(dev))
+			mesh_released(w);
 		gro_flush(w);
 		flush_tx(w);
 		pthread_rwlock_unlock(&dev->lock);

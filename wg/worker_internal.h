@@ -168,6 +168,8 @@ static inline void pkt_put(struct wg_worker *w, struct wg_pkt *p)
 struct op *wg_worker_prepare(struct wg_worker *w, enum op_type type, struct io_uring_sqe **sqe);
 void wg_worker_tun_write(struct wg_worker *w, struct wg_pkt *p, uint8_t *data, uint32_t len);
 void wg_worker_host_output(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t len);
+void wg_worker_route(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n,
+		     bool unrouted_to_host);
 unsigned int wg_worker_split_super(struct wg_worker *w, struct wg_pkt *p,
 				   const struct tun_offload_info *info, enum port_drop *why);
 

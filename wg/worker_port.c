@@ -238,23 +238,6 @@ void wg_worker_port_output(struct wg_worker *w, struct wg_port *port, struct wg_
 	port_write(w, wp, p, ip - PORT_L2_LEN, len + PORT_L2_LEN);
 }
 
-/* A VM's IP packet, checked, at the payload of p: to a peer, another VM,
- * or the host. Consumes p. */
-static void route_from_port(struct wg_worker *w, struct wg_pkt *p, const struct frame_ip *ip)
-{
-	struct rt_hop *hop = rt_lookup(w->dev->allowed_ips, ip->family, ip->dst);
-
-	if (hop && hop->kind == RT_HOP_PEER) {
-		wg_send_to_peer(w->dev, wg_peer_from_hop(hop), &p, 1, &w->tx);
-		return;
-	}
-	if (hop)
-		wg_worker_port_output(w, wg_port_from_hop(hop), p, wg_pkt_payload(p), p->len, NULL);
-	else
-		wg_worker_host_output(w, p, wg_pkt_payload(p), p->len);
-	pkt_put(w, p);
-}
-
 /* ARP or ICMPv6 from the VM: true when the responder took it (answered,
  * consumed or dropped), false when it is for routing after all. */
 static bool port_neighbour(struct wg_worker *w, struct wport *wp, const uint8_t *frame,
@@ -300,6 +283,15 @@ static void route_offloaded(struct wg_worker *w, struct wport *in, struct wg_pkt
 	enum port_drop why;
 	unsigned int n;
 
+	if (hop && (hop->kind == RT_HOP_REMOTE || hop->kind == RT_HOP_MESH)) {
+		/* A VM elsewhere in the mesh: segments, routed one by one. */
+		n = wg_worker_split_super(w, p, info, &why);
+		if (!n)
+			port_count_drop(&in->port->counters, why);
+		else
+			wg_worker_route(w, w->seg_pkts, n, false);
+		return;
+	}
 	if (hop && hop->kind == RT_HOP_PORT) {
 		wg_worker_port_output(w, wg_port_from_hop(hop), p, pkt, p->len, vnet);
 	} else if (!hop && w->vnet) {
@@ -389,7 +381,7 @@ void wport_received(struct wg_worker *w, struct wport *wp, struct wg_pkt *p, uin
 	if (offloaded)
 		route_offloaded(w, wp, p, &ip, &info, &vnet);
 	else
-		route_from_port(w, p, &ip);
+		wg_worker_route(w, &p, 1, true); /* to a peer, another VM or the host */
 }
 
 /* --- vhost-user ports: guest TX rings --- */

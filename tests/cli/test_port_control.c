@@ -8,7 +8,6 @@
  * changing nothing the second time. */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,9 +19,8 @@
 
 #include <sodium.h>
 
-#include "daemon/control.h"
+#include "tests/cli/fake_device.h"
 #include "tun/port_text.h"
-#include "wg/device.h"
 #include "wg/log.h"
 #include "wg/uapi.h"
 
@@ -36,122 +34,6 @@ static int failures;
 			failures++;                                                      \
 		}                                                                        \
 	} while (0)
-
-/* ---- the fake device ---------------------------------------------------- */
-
-enum { FAKE_CAPACITY = 4 };
-
-static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct port_info fake_ports[FAKE_CAPACITY];
-static size_t fake_n;
-static unsigned int fake_adds, fake_dels; /* calls that changed something */
-
-static bool fake_taken(const struct port_config *cfg)
-{
-	for (size_t i = 0; i < fake_n; i++)
-		for (size_t j = 0; j < fake_ports[i].cfg.n_addrs; j++)
-			for (size_t k = 0; k < cfg->n_addrs; k++)
-				if (fake_ports[i].cfg.addrs[j].family == cfg->addrs[k].family &&
-				    fake_ports[i].cfg.addrs[j].cidr == cfg->addrs[k].cidr &&
-				    !memcmp(fake_ports[i].cfg.addrs[j].addr, cfg->addrs[k].addr, 16))
-					return true;
-	return false;
-}
-
-int wg_device_port_add(struct wg_device *dev, const struct port_config *cfg)
-{
-	int ret = 0;
-
-	if (port_config_check(cfg, NULL))
-		return -EINVAL;
-	pthread_mutex_lock(&fake_lock);
-	for (size_t i = 0; i < fake_n; i++)
-		if (!strcmp(fake_ports[i].cfg.name, cfg->name))
-			ret = -EEXIST;
-	if (!ret && fake_taken(cfg))
-		ret = -EEXIST;
-	/* As the kernel refuses a tap whose netdev name is in use. */
-	if (!ret && !strcmp(cfg->name, "busy0"))
-		ret = -EEXIST;
-	if (!ret && fake_n == FAKE_CAPACITY)
-		ret = -ENOSPC;
-	if (!ret) {
-		memset(&fake_ports[fake_n], 0, sizeof(fake_ports[0]));
-		fake_ports[fake_n].cfg = *cfg;
-		fake_ports[fake_n].rx_packets = 10 + fake_n;
-		fake_ports[fake_n].drop_foreign_mac = 2;
-		fake_ports[fake_n++].connected = true;
-		fake_adds++;
-	}
-	pthread_mutex_unlock(&fake_lock);
-	return ret;
-}
-
-int wg_device_port_del(struct wg_device *dev, const char *name)
-{
-	int ret = -ENOENT;
-
-	pthread_mutex_lock(&fake_lock);
-	for (size_t i = 0; i < fake_n && ret; i++) {
-		if (!strcmp(fake_ports[i].cfg.name, name)) {
-			memmove(&fake_ports[i], &fake_ports[i + 1], (fake_n - i - 1) * sizeof(fake_ports[0]));
-			fake_n--;
-			fake_dels++;
-			ret = 0;
-		}
-	}
-	pthread_mutex_unlock(&fake_lock);
-	return ret;
-}
-
-int wg_device_port_list(struct wg_device *dev, struct port_info **out, size_t *n)
-{
-	pthread_mutex_lock(&fake_lock);
-	*out = malloc((fake_n ? fake_n : 1) * sizeof(**out));
-	if (*out)
-		memcpy(*out, fake_ports, fake_n * sizeof(**out));
-	*n = fake_n;
-	pthread_mutex_unlock(&fake_lock);
-	return *out ? 0 : -ENOMEM;
-}
-
-static void fake_reset(void)
-{
-	pthread_mutex_lock(&fake_lock);
-	fake_n = 0;
-	fake_adds = fake_dels = 0;
-	pthread_mutex_unlock(&fake_lock);
-}
-
-static int fake_get(void *ctx, struct wg_device_config *cfg)
-{
-	cfg->listen_port = 51820;
-	return 0;
-}
-
-static int fake_set(void *ctx, const struct wg_device_config *cfg)
-{
-	return 0;
-}
-
-static int fake_stats(void *ctx, char **text, size_t *len)
-{
-	*text = strdup("rx_packets=1\ntx_packets=2\n");
-	*len = *text ? strlen(*text) : 0;
-	return *text ? 0 : -ENOMEM;
-}
-
-static const struct wg_uapi_ops ops = {
-	.get = fake_get,
-	.set = fake_set,
-	.stats = fake_stats,
-	.command = control_command,
-};
-
-static const struct wg_uapi_ops ops_without_command = {
-	.get = fake_get,
-	.set = fake_set,
-};
 
 /* ---- raw exchanges ------------------------------------------------------ */
 
@@ -472,7 +354,7 @@ static void test_no_command(void)
 	char path2[128], *got;
 	struct wg_uapi_server *s;
 
-	s = wg_uapi_server_start(dir, "wt1", &ops_without_command, NULL);
+	s = wg_uapi_server_start(dir, "wt1", &fake_ops_without_command, NULL);
 	CHECK(s != NULL);
 	if (!s)
 		return;
@@ -510,7 +392,7 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	s = wg_uapi_server_start(dir, "wt0", &ops, NULL);
+	s = wg_uapi_server_start(dir, "wt0", &fake_ops, NULL);
 	if (!s) {
 		perror("wg_uapi_server_start");
 		return 1;

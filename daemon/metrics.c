@@ -1,0 +1,446 @@
+/* The exposition of a device: the WireGuard exporters' per-peer series,
+ * then weft's own (device counters, handshake state, workers and offloads,
+ * the AEAD backend, VM ports, the mesh's discovery). Counters come from the same atomics and
+ * snapshots as `stats=1`, `wg show` and `weft port list`, so the numbers
+ * agree with them; a counter added to WG_STATS or to the port counters
+ * shows up here without a change. */
+#include "daemon/metrics.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "crypto/aead.h"
+#include "tun/port_text.h"
+#include "wg/clock.h"
+#include "wg/device.h"
+#include "wg/mesh.h"
+
+#ifndef WEFT_VERSION
+#define WEFT_VERSION "unknown"
+#endif
+
+void metrics_label_value(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\')
+			fputs("\\\\", f);
+		else if (*s == '"')
+			fputs("\\\"", f);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+static void family(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* One sample: name{interface="IF",k="v",...} value, the extra labels as
+ * (key, value) pairs ending with NULL. */
+static void sample(FILE *f, const char *name, const char *ifname, uint64_t value, ...)
+{
+	const char *k;
+	va_list ap;
+
+	fprintf(f, "%s{interface=\"", name);
+	metrics_label_value(f, ifname);
+	fputc('"', f);
+	va_start(ap, value);
+	while ((k = va_arg(ap, const char *))) {
+		fprintf(f, ",%s=\"", k);
+		metrics_label_value(f, va_arg(ap, const char *));
+		fputc('"', f);
+	}
+	va_end(ap);
+	fprintf(f, "} %llu\n", (unsigned long long)value);
+}
+
+/* One sample without extra labels of a nanosecond count, in seconds. */
+static void sample_seconds(FILE *f, const char *name, const char *ifname, uint64_t ns)
+{
+	fprintf(f, "%s{interface=\"", name);
+	metrics_label_value(f, ifname);
+	fprintf(f, "\"} %llu.%09llu\n", (unsigned long long)(ns / 1000000000ull),
+		(unsigned long long)(ns % 1000000000ull));
+}
+
+/* A family of one counter sample: PREFIX+NAME+_total, or for a time in
+ * nanoseconds (NAME_ns) PREFIX+NAME+_seconds_total in seconds, the base
+ * unit Prometheus names want. */
+static void lone_counter(FILE *f, const char *prefix, const char *name, const char *help,
+			 const char *ifname, uint64_t v)
+{
+	size_t n = strlen(name);
+	bool ns = n > 3 && !strcmp(name + n - 3, "_ns");
+	char metric[128];
+
+	snprintf(metric, sizeof(metric), "%s%.*s%s", prefix, (int)(ns ? n - 3 : n), name,
+		 ns ? "_seconds_total" : "_total");
+	family(f, metric, "counter", help);
+	if (ns)
+		sample_seconds(f, metric, ifname, v);
+	else
+		sample(f, metric, ifname, v, NULL);
+}
+
+/* ---- peers: the exporters' names ----------------------------------------- */
+
+/* "a.b.c.d/n,x::/m" as the exporters join them; malloc'd. */
+static char *join_allowed_ips(const struct wg_peer_config *pc)
+{
+	char *buf = NULL, addr[INET6_ADDRSTRLEN];
+	size_t size = 0;
+	FILE *f = open_memstream(&buf, &size);
+
+	if (!f)
+		return NULL;
+	for (size_t i = 0; i < pc->n_allowed_ips; i++) {
+		const struct wg_allowed_ip *a = &pc->allowed_ips[i];
+
+		inet_ntop(a->family, a->addr.bytes, addr, sizeof(addr));
+		fprintf(f, "%s%s/%u", i ? "," : "", addr, a->cidr);
+	}
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static int render_peers(FILE *f, struct wg_device *dev)
+{
+	static const struct {
+		const char *name, *type, *help;
+	} series[] = {
+		{ "wireguard_sent_bytes_total", "counter", "Bytes sent to the peer" },
+		{ "wireguard_received_bytes_total", "counter", "Bytes received from the peer" },
+		{ "wireguard_latest_handshake_seconds", "gauge",
+		  "UNIX time of the last handshake with the peer (0: none)" },
+	};
+	struct wg_device_config cfg;
+	char (*keys)[sodium_base64_ENCODED_LEN(WG_KEY_LEN, sodium_base64_VARIANT_ORIGINAL)] = NULL;
+	char **ips = NULL;
+	int err = wg_device_get(dev, &cfg);
+
+	if (err)
+		return err;
+	/* The private and preshared keys are not needed: gone at once. */
+	sodium_memzero(cfg.private_key, sizeof(cfg.private_key));
+	if (cfg.n_peers) {
+		keys = calloc(cfg.n_peers, sizeof(*keys));
+		ips = calloc(cfg.n_peers, sizeof(*ips));
+		if (!keys || !ips) {
+			err = -ENOMEM;
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < cfg.n_peers; i++) {
+		sodium_memzero(cfg.peers[i].preshared_key, sizeof(cfg.peers[i].preshared_key));
+		sodium_bin2base64(keys[i], sizeof(keys[i]), cfg.peers[i].public_key, WG_KEY_LEN,
+				  sodium_base64_VARIANT_ORIGINAL);
+		ips[i] = join_allowed_ips(&cfg.peers[i]);
+		if (!ips[i]) {
+			err = -ENOMEM;
+			goto out;
+		}
+	}
+	family(f, "weft_peers", "gauge", "Peers configured on the interface");
+	sample(f, "weft_peers", dev->ifname, cfg.n_peers, NULL);
+	for (size_t s = 0; s < sizeof(series) / sizeof(series[0]) && cfg.n_peers; s++) {
+		family(f, series[s].name, series[s].type, series[s].help);
+		for (size_t i = 0; i < cfg.n_peers; i++) {
+			const struct wg_peer_config *pc = &cfg.peers[i];
+			uint64_t v = s == 0 ? pc->tx_bytes : s == 1 ? pc->rx_bytes
+								: pc->last_handshake_sec;
+
+			sample(f, series[s].name, dev->ifname, v, "public_key", keys[i],
+			       "allowed_ips", ips[i], NULL);
+		}
+	}
+out:
+	for (size_t i = 0; ips && i < cfg.n_peers; i++)
+		free(ips[i]);
+	free(ips);
+	free(keys);
+	wg_config_clear(&cfg);
+	return err;
+}
+
+/* ---- device counters (wg/stats.h) --------------------------------------- */
+
+static const struct device_counter {
+	const char *name;
+	size_t offset;
+} device_counters[] = {
+#define DEVICE_COUNTER(n) { #n, offsetof(struct wg_stats, n) },
+	WG_STATS(DEVICE_COUNTER)
+#undef DEVICE_COUNTER
+};
+
+/* Words for the counters whose names do not say enough; the others get a
+ * generic line. */
+static const struct {
+	const char *name, *help;
+} counter_help[] = {
+	{ "rx_packets", "Authenticated data messages received" },
+	{ "rx_bytes", "Bytes of authenticated data messages received" },
+	{ "tx_packets", "Data messages sent" },
+	{ "tx_bytes", "Bytes of data messages sent" },
+	{ "hs_initiations_sent", "Handshake initiations sent" },
+	{ "hs_initiations_received", "Handshake initiations with a valid mac1 taken up by the handshake thread" },
+	{ "hs_responses_sent", "Handshake responses sent" },
+	{ "hs_responses_received", "Handshake responses with a valid mac1 taken up by the handshake thread" },
+	{ "hs_cookies_received", "Cookie replies received and accepted" },
+	{ "hs_invalid_mac", "Handshake messages with a bad mac1 or mac2" },
+	{ "hs_ratelimited", "Handshake initiations refused by the rate limiter" },
+	{ "hs_failed", "Handshake messages that did not authenticate or were replayed" },
+	{ "hs_queue_full", "Handshake messages dropped at a full handshake queue" },
+	{ "hs_cookies_sent", "Cookie replies sent (under load)" },
+	{ "keypairs_created", "Session keypairs derived" },
+};
+
+static uint64_t device_value(struct wg_device *dev, const struct device_counter *c)
+{
+	_Atomic uint64_t *p = (_Atomic uint64_t *)((char *)&dev->stats + c->offset);
+
+	return atomic_load_explicit(p, memory_order_relaxed);
+}
+
+static void render_device_counters(FILE *f, struct wg_device *dev)
+{
+	const size_t n = sizeof(device_counters) / sizeof(device_counters[0]);
+	char help[160];
+
+	/* Drops: one family, the reason as a label. */
+	family(f, "weft_drops_total", "counter",
+	       "Packets dropped by the device, by reason (wg/stats.h)");
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(device_counters[i].name, "drop_", 5))
+			sample(f, "weft_drops_total", dev->ifname,
+			       device_value(dev, &device_counters[i]), "reason",
+			       device_counters[i].name + 5, NULL);
+	/* The rest: weft_NAME_total, hs_ spelled out as handshake_. */
+	for (size_t i = 0; i < n; i++) {
+		const char *name = device_counters[i].name;
+		const char *words = NULL;
+		bool hs = !strncmp(name, "hs_", 3);
+
+		if (!strncmp(name, "drop_", 5))
+			continue;
+		for (size_t k = 0; k < sizeof(counter_help) / sizeof(counter_help[0]); k++)
+			if (!strcmp(counter_help[k].name, name))
+				words = counter_help[k].help;
+		if (!words) {
+			snprintf(help, sizeof(help), "The device counter %s (wg/stats.h)", name);
+			words = help;
+		}
+		lone_counter(f, hs ? "weft_handshake_" : "weft_", hs ? name + 3 : name, words,
+			     dev->ifname, device_value(dev, &device_counters[i]));
+	}
+}
+
+/* ---- handshake load, workers, offloads, AEAD ------------------------------ */
+
+static void render_state(FILE *f, struct wg_device *dev)
+{
+	struct wg_handshake_queue *q = &dev->hsq;
+	uint64_t last, now = wg_clock_now();
+	unsigned int queued;
+	bool load;
+	char id[16], cpu[16];
+
+	pthread_mutex_lock(&q->lock);
+	queued = q->count;
+	pthread_mutex_unlock(&q->lock);
+	/* The handshake thread's own rule (wg/handshake.c under_load): a
+	 * queue past an eighth, or less than a second since it was. That
+	 * thread writes last_under_load alone; a torn or stale read only
+	 * shifts the answer by one scrape. */
+	last = __atomic_load_n(&q->last_under_load, __ATOMIC_RELAXED);
+	load = dev->force_under_load || queued >= WG_HSQ_UNDER_LOAD ||
+	       (last && !wg_clock_after(now, last, NSEC_PER_SEC));
+	family(f, "weft_handshake_under_load", "gauge",
+	       "1 while the handshake thread answers initiations with cookies (whitepaper 5.3)");
+	sample(f, "weft_handshake_under_load", dev->ifname, load, NULL);
+	family(f, "weft_handshake_queue_length", "gauge",
+	       "Handshake messages waiting for the handshake thread");
+	sample(f, "weft_handshake_queue_length", dev->ifname, queued, NULL);
+	family(f, "weft_handshake_queue_capacity", "gauge",
+	       "Size of the handshake queue (under load from an eighth of it)");
+	sample(f, "weft_handshake_queue_capacity", dev->ifname, WG_HSQ_CAPACITY, NULL);
+
+	family(f, "weft_workers", "gauge", "Data-path worker threads");
+	sample(f, "weft_workers", dev->ifname, (uint64_t)dev->n_workers, NULL);
+	family(f, "weft_worker_info", "gauge",
+	       "One per data-path worker: the CPU it is pinned to (none: not pinned)");
+	for (int i = 0; i < dev->n_workers; i++) {
+		snprintf(id, sizeof(id), "%d", i);
+		if (dev->cpus[i] >= 0)
+			snprintf(cpu, sizeof(cpu), "%d", dev->cpus[i]);
+		else
+			snprintf(cpu, sizeof(cpu), "none");
+		sample(f, "weft_worker_info", dev->ifname, 1, "worker", id, "cpu", cpu, NULL);
+	}
+	family(f, "weft_offload_enabled", "gauge",
+	       "1 when an offload is in use: tun (virtio-net header, TSO, GRO on the TUN), "
+	       "udp_gso, udp_gro (as set at start; a worker may still turn GSO off on EIO)");
+	sample(f, "weft_offload_enabled", dev->ifname, dev->tun_vnet, "offload", "tun", NULL);
+	sample(f, "weft_offload_enabled", dev->ifname, !(dev->socket_flags & WG_SOCKET_NO_GSO),
+	       "offload", "udp_gso", NULL);
+	sample(f, "weft_offload_enabled", dev->ifname, !(dev->socket_flags & WG_SOCKET_NO_GRO),
+	       "offload", "udp_gro", NULL);
+
+	family(f, "weft_aead_backend_info", "gauge",
+	       "The ChaCha20-Poly1305 backend in use (WEFT_AEAD, else the faster at start)");
+	sample(f, "weft_aead_backend_info", dev->ifname, 1, "backend", aead_active()->name, NULL);
+	family(f, "weft_build_info", "gauge", "The version of weftd");
+	sample(f, "weft_build_info", dev->ifname, 1, "version", WEFT_VERSION, NULL);
+}
+
+/* ---- VM ports ------------------------------------------------------------ */
+
+static uint64_t port_value(const struct port_info *p, const struct port_text_counter *c)
+{
+	uint64_t v;
+
+	memcpy(&v, (const char *)p + c->offset, sizeof(v));
+	return v;
+}
+
+static int render_ports(FILE *f, struct wg_device *dev)
+{
+	struct port_info *ports = NULL;
+	size_t n = 0;
+	char metric[96], help[160];
+	int err = wg_device_port_list(dev, &ports, &n);
+
+	if (err)
+		return err;
+	family(f, "weft_ports", "gauge", "VM ports on the interface");
+	sample(f, "weft_ports", dev->ifname, n, NULL);
+	if (!n)
+		goto out;
+	family(f, "weft_port_up", "gauge",
+	       "1 when a VM port is usable: a tap is up, a vhost-user frontend is attached");
+	for (size_t i = 0; i < n; i++)
+		sample(f, "weft_port_up", dev->ifname, ports[i].connected, "port", ports[i].cfg.name,
+		       "type", port_text_type_name(ports[i].cfg.type), NULL);
+	family(f, "weft_port_drops_total", "counter",
+	       "Frames a VM port dropped, by reason (tun/port.h)");
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < port_text_n_counters; k++)
+			if (port_text_counters[k].drop)
+				sample(f, "weft_port_drops_total", dev->ifname,
+				       port_value(&ports[i], &port_text_counters[k]), "port",
+				       ports[i].cfg.name, "reason", port_text_counters[k].key + 5,
+				       NULL);
+	for (size_t k = 0; k < port_text_n_counters; k++) {
+		const struct port_text_counter *c = &port_text_counters[k];
+
+		if (c->drop)
+			continue;
+		snprintf(metric, sizeof(metric), "weft_port_%s_total", c->key);
+		snprintf(help, sizeof(help), "The VM port counter %s (rx: from the VM)", c->key);
+		family(f, metric, "counter", help);
+		for (size_t i = 0; i < n; i++)
+			sample(f, metric, dev->ifname, port_value(&ports[i], c), "port",
+			       ports[i].cfg.name, NULL);
+	}
+out:
+	free(ports);
+	return 0;
+}
+
+/* ---- the mesh (wg/mesh.h) -------------------------------------------------- */
+
+static void render_mesh(FILE *f, struct wg_device *dev)
+{
+	static const char *const modes[] = { "off", "unicast", "multicast" };
+	static const struct {
+		const char *name;
+		size_t offset;
+	} counters[] = {
+#define MESH_COUNTER(n) { #n, offsetof(struct wg_mesh_stats, n) },
+		WG_MESH_COUNTERS(MESH_COUNTER)
+#undef MESH_COUNTER
+	};
+	struct wg_mesh_config cfg;
+	struct wg_mesh_stats st;
+	char help[160];
+
+	if (!dev->mesh)
+		return;
+	wg_mesh_get(dev, &cfg, &st);
+	family(f, "weft_mesh_mode_info", "gauge",
+	       "The mesh's discovery mode (off, unicast, multicast)");
+	sample(f, "weft_mesh_mode_info", dev->ifname, 1, "mode",
+	       (size_t)cfg.mode < sizeof(modes) / sizeof(modes[0]) ? modes[cfg.mode] : "unknown",
+	       NULL);
+	family(f, "weft_mesh_prefixes", "gauge", "Prefixes of the mesh's VM address space");
+	sample(f, "weft_mesh_prefixes", dev->ifname, cfg.n_prefixes, NULL);
+	family(f, "weft_mesh_locations", "gauge", "Remote VM locations learned");
+	sample(f, "weft_mesh_locations", dev->ifname, st.locations, NULL);
+	family(f, "weft_mesh_pending", "gauge", "VM addresses being resolved");
+	sample(f, "weft_mesh_pending", dev->ifname, st.pending, NULL);
+	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
+		uint64_t v;
+
+		memcpy(&v, (const char *)&st + counters[i].offset, sizeof(v));
+		snprintf(help, sizeof(help), "The mesh counter %s (wg/mesh.h, docs/mesh.md)%s",
+			 counters[i].name,
+			 strstr(counters[i].name, "_ns") ? ", in seconds" : "");
+		lone_counter(f, "weft_mesh_", counters[i].name, help, dev->ifname, v);
+	}
+}
+
+int metrics_render(struct wg_device *dev, char **text, size_t *len)
+{
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&buf, &size);
+	int err;
+
+	if (!f)
+		return -ENOMEM;
+	err = render_peers(f, dev);
+	if (!err) {
+		render_device_counters(f, dev);
+		render_state(f, dev);
+		err = render_ports(f, dev);
+	}
+	if (!err)
+		render_mesh(f, dev);
+	if (fclose(f) && !err)
+		err = -ENOMEM;
+	if (err) {
+		free(buf);
+		return err;
+	}
+	*text = buf;
+	*len = size;
+	return 0;
+}
+
+int metrics_render_cb(void *ctx, char **text, size_t *len)
+{
+	return metrics_render(ctx, text, len);
+}
+
+int metrics_control(struct wg_device *dev, const char *body, size_t len, char **reply,
+		    size_t *reply_len, const char **why)
+{
+	if (len) {
+		*why = "metrics takes no keys";
+		return -EINVAL;
+	}
+	return metrics_render(dev, reply, reply_len);
+}

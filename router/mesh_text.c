@@ -1,0 +1,1087 @@
+/* The text forms of the mesh: vm-add, vm-del and mesh-set bodies, the
+ * mesh-show reply, mesh config files and VM files (docs/cli.md), and the
+ * plan `weft vm sync` applies.
+ *
+ * Security model: a request body comes from any program that can open the
+ * root-only control socket, a reply from whatever answers on it, a file
+ * from disk; all are untrusted. Parsers read exactly [text, text+len),
+ * copy a value only after checking its length, and bound every count
+ * (addresses, prefixes, ports, routes) before it grows anything. */
+#include "router/mesh_text.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+/* ---- values ------------------------------------------------------------ */
+
+/* Decimal digits only, no sign, at most max. */
+static bool parse_u64(const char *v, size_t n, uint64_t max, uint64_t *out)
+{
+	uint64_t x = 0;
+
+	if (!n || n > 20)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned int d = (unsigned int)(v[i] - '0');
+
+		if (d > 9 || x > (max - d) / 10)
+			return false;
+		x = x * 10 + d;
+	}
+	*out = x;
+	return true;
+}
+
+static unsigned int family_bits(int family)
+{
+	return family == AF_INET ? 32 : 128;
+}
+
+static bool bit_set(const uint8_t *addr, unsigned int i)
+{
+	return addr[i / 8] & (0x80 >> (i % 8));
+}
+
+int mesh_text_parse_cidr(const char *v, size_t n, struct port_addr *out, const char **why)
+{
+	const char *slash = memchr(v, '/', n), *reason;
+	size_t an = slash ? (size_t)(slash - v) : n;
+	char s[INET6_ADDRSTRLEN];
+	unsigned int bits;
+	uint64_t len;
+
+	memset(out, 0, sizeof(*out));
+	reason = "bad address (want an IPv4 or IPv6 address, optionally /length)";
+	if (!an || an >= sizeof(s) || memchr(v, '\0', an))
+		goto fail;
+	memcpy(s, v, an);
+	s[an] = '\0';
+	out->family = memchr(s, ':', an) ? AF_INET6 : AF_INET;
+	bits = family_bits(out->family);
+	if (inet_pton(out->family, s, out->addr) != 1)
+		goto fail;
+	len = bits;
+	if (slash && !parse_u64(slash + 1, n - an - 1, bits, &len))
+		goto fail;
+	reason = "prefix length 0";
+	if (!len)
+		goto fail;
+	reason = "host bits set (the address is not the start of its prefix)";
+	for (unsigned int i = (unsigned int)len; i < bits; i++)
+		if (bit_set(out->addr, i))
+			goto fail;
+	out->cidr = (uint8_t)len;
+	return 0;
+fail:
+	*why = reason;
+	memset(out, 0, sizeof(*out));
+	return -EINVAL;
+}
+
+void mesh_text_addr(const struct port_addr *a, char out[MESH_TEXT_ADDR_LEN])
+{
+	char s[INET6_ADDRSTRLEN];
+
+	if (!inet_ntop(a->family == AF_INET ? AF_INET : AF_INET6, a->addr, s, sizeof(s)))
+		strcpy(s, "?");
+	snprintf(out, MESH_TEXT_ADDR_LEN, "%s/%u", s, a->cidr);
+}
+
+bool mesh_text_same_addr(const struct port_addr *a, const struct port_addr *b)
+{
+	return a->family == b->family && a->cidr == b->cidr &&
+	       !memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16);
+}
+
+/* Whether prefix p holds a (a is p or inside it). */
+static bool holds(const struct port_addr *p, const struct port_addr *a)
+{
+	if (p->family != a->family || p->cidr > a->cidr)
+		return false;
+	for (unsigned int i = 0; i < p->cidr; i++)
+		if (bit_set(p->addr, i) != bit_set(a->addr, i))
+			return false;
+	return true;
+}
+
+bool mesh_text_in_prefix(const struct wg_mesh_config *cfg, const struct port_addr *a)
+{
+	for (size_t i = 0; i < cfg->n_prefixes && i < WG_MESH_MAX_PREFIXES; i++)
+		if (holds(&cfg->prefixes[i], a))
+			return true;
+	return false;
+}
+
+static const char *const mode_names[] = {
+	[WG_MESH_OFF] = "off",
+	[WG_MESH_UNICAST] = "unicast",
+	[WG_MESH_MULTICAST] = "multicast",
+};
+enum { N_MODES = sizeof(mode_names) / sizeof(mode_names[0]) };
+
+const char *mesh_text_mode_name(enum wg_mesh_mode mode)
+{
+	return (unsigned int)mode < N_MODES ? mode_names[mode] : NULL;
+}
+
+static bool parse_mode(const char *v, size_t n, enum wg_mesh_mode *mode)
+{
+	for (unsigned int i = 0; i < N_MODES; i++) {
+		if (strlen(mode_names[i]) == n && !memcmp(v, mode_names[i], n)) {
+			*mode = (enum wg_mesh_mode)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+void mesh_text_key_base64(const uint8_t key[32], char out[MESH_TEXT_KEY_LEN])
+{
+	static const char abc[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t o = 0;
+
+	/* 30 bytes in ten groups of three, then 2 bytes and one '='. */
+	for (size_t i = 0; i < 30; i += 3) {
+		uint32_t w = (uint32_t)key[i] << 16 | (uint32_t)key[i + 1] << 8 | key[i + 2];
+
+		out[o++] = abc[w >> 18 & 63];
+		out[o++] = abc[w >> 12 & 63];
+		out[o++] = abc[w >> 6 & 63];
+		out[o++] = abc[w & 63];
+	}
+	{
+		uint32_t w = (uint32_t)key[30] << 16 | (uint32_t)key[31] << 8;
+
+		out[o++] = abc[w >> 18 & 63];
+		out[o++] = abc[w >> 12 & 63];
+		out[o++] = abc[w >> 6 & 63];
+		out[o++] = '=';
+	}
+	out[o] = '\0';
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static bool parse_key_hex(const char *v, size_t n, uint8_t key[32])
+{
+	if (n != 64)
+		return false;
+	for (size_t i = 0; i < 32; i++) {
+		int hi = hexval(v[2 * i]), lo = hexval(v[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return false;
+		key[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return true;
+}
+
+bool mesh_text_port_name_ok(const char *name, size_t n)
+{
+	if (n == 0 || n >= PORT_NAME_MAX || (n == 1 && name[0] == '.') ||
+	    (n == 2 && name[0] == '.' && name[1] == '.'))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '-' || c == '_'))
+			return false;
+	}
+	return true;
+}
+
+/* Adds p to a mesh's prefix list: none twice, none inside another. */
+static int add_prefix(struct port_addr *list, size_t *n, const char *v, size_t vn,
+		      const char **why)
+{
+	struct port_addr p;
+	int ret = mesh_text_parse_cidr(v, vn, &p, why);
+
+	if (ret)
+		return ret;
+	if (*n >= WG_MESH_MAX_PREFIXES) {
+		*why = "too many prefixes (8 at most)";
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < *n; i++) {
+		if (mesh_text_same_addr(&list[i], &p)) {
+			*why = "prefix given twice";
+			return -EINVAL;
+		}
+		if (holds(&list[i], &p) || holds(&p, &list[i])) {
+			*why = "a prefix overlaps another";
+			return -EINVAL;
+		}
+	}
+	list[(*n)++] = p;
+	return 0;
+}
+
+/* ---- lines ------------------------------------------------------------- */
+
+/* Walks text line by line: *line and *n the next line without its '\n'. */
+static bool next_line(const char *text, size_t len, size_t *off, const char **line, size_t *n)
+{
+	const char *nl;
+
+	if (*off >= len)
+		return false;
+	*line = text + *off;
+	nl = memchr(*line, '\n', len - *off);
+	*n = nl ? (size_t)(nl - *line) : len - *off;
+	*off += *n + 1;
+	return true;
+}
+
+/* Splits "key=value" at the first '='. */
+static bool split_kv(const char *line, size_t n, size_t *kn, const char **v, size_t *vn)
+{
+	const char *eq = memchr(line, '=', n);
+
+	if (!eq)
+		return false;
+	*kn = (size_t)(eq - line);
+	*v = eq + 1;
+	*vn = n - *kn - 1;
+	return true;
+}
+
+static bool key_is(const char *k, size_t kn, const char *want)
+{
+	return strlen(want) == kn && !memcmp(k, want, kn);
+}
+
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+static void trim(const char **s, size_t *n)
+{
+	while (*n && is_blank(**s)) {
+		(*s)++;
+		(*n)--;
+	}
+	while (*n && is_blank((*s)[*n - 1]))
+		(*n)--;
+}
+
+/* ---- vm-add and vm-del ------------------------------------------------- */
+
+static bool has_addr(const struct port_addr *list, size_t n, const struct port_addr *a)
+{
+	for (size_t i = 0; i < n; i++)
+		if (mesh_text_same_addr(&list[i], a))
+			return true;
+	return false;
+}
+
+int mesh_text_parse_vm_request(const char *text, size_t len, bool with_port,
+			       struct mesh_text_vm_request *out, const char **why)
+{
+	size_t max = with_port ? PORT_MAX_ADDRS : MESH_TEXT_MAX_DEL, off = 0, n, kn, vn;
+	const char *line, *v, *unused;
+	struct port_addr a;
+	int ret;
+
+	if (!why)
+		why = &unused;
+	memset(out, 0, sizeof(*out));
+	while (next_line(text, len, &off, &line, &n)) {
+		if (!split_kv(line, n, &kn, &v, &vn)) {
+			*why = "a line without '='";
+			ret = -EPROTO;
+			goto fail;
+		}
+		ret = -EINVAL;
+		if (with_port && key_is(line, kn, "port")) {
+			if (out->port[0]) {
+				*why = "key given twice";
+				goto fail;
+			}
+			if (!mesh_text_port_name_ok(v, vn)) {
+				*why = "bad port name (1-15 of a-z A-Z 0-9 . - _)";
+				goto fail;
+			}
+			memcpy(out->port, v, vn);
+			out->port[vn] = '\0';
+		} else if (key_is(line, kn, "address")) {
+			if ((ret = mesh_text_parse_cidr(v, vn, &a, why)))
+				goto fail;
+			ret = -EINVAL;
+			if (out->n_addrs >= max) {
+				*why = with_port ? "too many addresses (16 at most)"
+						 : "too many addresses (256 at most)";
+				goto fail;
+			}
+			if (has_addr(out->addrs, out->n_addrs, &a)) {
+				*why = "address given twice";
+				goto fail;
+			}
+			out->addrs[out->n_addrs++] = a;
+		} else {
+			*why = "unknown key";
+			goto fail;
+		}
+	}
+	ret = -EINVAL;
+	if (with_port && !out->port[0]) {
+		*why = "no port";
+		goto fail;
+	}
+	if (!out->n_addrs) {
+		*why = "no address";
+		goto fail;
+	}
+	return 0;
+fail:
+	memset(out, 0, sizeof(*out));
+	return ret;
+}
+
+/* ---- mesh-set ---------------------------------------------------------- */
+
+int mesh_text_parse_set(const char *text, size_t len, struct mesh_text_set *out,
+			const char **why)
+{
+	const char *line, *v, *unused;
+	size_t off = 0, n, kn, vn;
+	int ret;
+
+	if (!why)
+		why = &unused;
+	memset(out, 0, sizeof(*out));
+	while (next_line(text, len, &off, &line, &n)) {
+		if (!split_kv(line, n, &kn, &v, &vn)) {
+			*why = "a line without '='";
+			ret = -EPROTO;
+			goto fail;
+		}
+		ret = -EINVAL;
+		if (key_is(line, kn, "mode")) {
+			if (out->has_mode) {
+				*why = "key given twice";
+				goto fail;
+			}
+			if (!parse_mode(v, vn, &out->mode)) {
+				*why = "mode must be off, unicast or multicast";
+				goto fail;
+			}
+			out->has_mode = true;
+		} else if (key_is(line, kn, "prefix")) {
+			if ((ret = add_prefix(out->prefixes, &out->n_prefixes, v, vn, why)))
+				goto fail;
+		} else {
+			*why = "unknown key";
+			goto fail;
+		}
+	}
+	if (!out->has_mode && !out->n_prefixes) {
+		*why = "nothing to set (want mode or prefix)";
+		ret = -EINVAL;
+		goto fail;
+	}
+	return 0;
+fail:
+	memset(out, 0, sizeof(*out));
+	return ret;
+}
+
+void mesh_text_apply_set(const struct mesh_text_set *set, struct wg_mesh_config *cfg)
+{
+	if (set->has_mode)
+		cfg->mode = set->mode;
+	if (set->n_prefixes) {
+		memset(cfg->prefixes, 0, sizeof(cfg->prefixes));
+		memcpy(cfg->prefixes, set->prefixes, set->n_prefixes * sizeof(set->prefixes[0]));
+		cfg->n_prefixes = set->n_prefixes;
+	}
+}
+
+/* ---- mesh-show --------------------------------------------------------- */
+
+#define MESH_COUNTER(name) { #name, offsetof(struct wg_mesh_stats, name) },
+const struct mesh_text_counter mesh_text_counters[] = {
+	WG_MESH_COUNTERS(MESH_COUNTER)
+	MESH_COUNTER(locations)
+	MESH_COUNTER(pending)
+};
+#undef MESH_COUNTER
+const size_t mesh_text_n_counters = sizeof(mesh_text_counters) / sizeof(mesh_text_counters[0]);
+_Static_assert(sizeof(mesh_text_counters) / sizeof(mesh_text_counters[0]) ==
+		       sizeof(struct wg_mesh_stats) / sizeof(uint64_t),
+	       "every field of struct wg_mesh_stats is a counter of the reply");
+
+static uint64_t *counter_at(struct wg_mesh_stats *st, size_t i)
+{
+	return (uint64_t *)((char *)st + mesh_text_counters[i].offset);
+}
+
+int mesh_text_format_show(const struct wg_mesh_config *cfg, const struct wg_mesh_stats *st,
+			  const struct wg_mesh_route *routes, size_t n, bool truncated, char **out,
+			  size_t *len)
+{
+	const char *mode = mesh_text_mode_name(cfg->mode);
+	char s[MESH_TEXT_ADDR_LEN];
+	struct port_addr a;
+	FILE *f;
+
+	*out = NULL;
+	*len = 0;
+	f = open_memstream(out, len);
+	if (!f)
+		return -ENOMEM;
+	fprintf(f, "mode=%s\n", mode ? mode : "off");
+	for (size_t i = 0; i < cfg->n_prefixes && i < WG_MESH_MAX_PREFIXES; i++) {
+		mesh_text_addr(&cfg->prefixes[i], s);
+		fprintf(f, "prefix=%s\n", s);
+	}
+	for (size_t i = 0; i < mesh_text_n_counters; i++)
+		fprintf(f, "%s=%llu\n", mesh_text_counters[i].key,
+			(unsigned long long)*counter_at((struct wg_mesh_stats *)st, i));
+	fprintf(f, "routes_truncated=%s\n", truncated ? "true" : "false");
+	for (size_t i = 0; i < n; i++) {
+		memset(&a, 0, sizeof(a));
+		a.family = routes[i].family;
+		a.cidr = routes[i].cidr;
+		memcpy(a.addr, routes[i].addr, 16);
+		mesh_text_addr(&a, s);
+		fprintf(f, "route=%s\n", s);
+		if (!routes[i].negative) {
+			fputs("holder=", f);
+			for (size_t k = 0; k < 32; k++)
+				fprintf(f, "%02x", routes[i].holder[k]);
+			fputc('\n', f);
+		}
+		fprintf(f, "negative=%s\nseq=%llu\n", routes[i].negative ? "true" : "false",
+			(unsigned long long)routes[i].seq);
+	}
+	if (fclose(f)) {
+		free(*out);
+		*out = NULL;
+		*len = 0;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int find_counter(const char *k, size_t kn)
+{
+	for (size_t i = 0; i < mesh_text_n_counters; i++)
+		if (key_is(k, kn, mesh_text_counters[i].key))
+			return (int)i;
+	return -1;
+}
+
+static bool parse_bool(const char *v, size_t n, bool *out)
+{
+	if (n == 4 && !memcmp(v, "true", 4))
+		*out = true;
+	else if (n == 5 && !memcmp(v, "false", 5))
+		*out = false;
+	else
+		return false;
+	return true;
+}
+
+/* A route block ended: a holder, or negative, never both. */
+static int finish_route(const struct wg_mesh_route *r, bool has_holder, const char **why)
+{
+	if (r->negative == has_holder) {
+		*why = has_holder ? "a negative route with a holder" : "a route without a holder";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* One line of a route block. Unknown keys are skipped. */
+static int route_line(struct wg_mesh_route *r, bool *has_holder, const char *k, size_t kn,
+		      const char *v, size_t vn, const char **why)
+{
+	if (key_is(k, kn, "holder")) {
+		if (*has_holder || !parse_key_hex(v, vn, r->holder)) {
+			*why = "bad holder (want one key of 64 hex digits)";
+			return -EINVAL;
+		}
+		*has_holder = true;
+	} else if (key_is(k, kn, "negative")) {
+		if (!parse_bool(v, vn, &r->negative)) {
+			*why = "bad negative (want true or false)";
+			return -EINVAL;
+		}
+	} else if (key_is(k, kn, "seq")) {
+		if (!parse_u64(v, vn, UINT64_MAX, &r->seq)) {
+			*why = "bad seq";
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* One line before the routes. Unknown keys are skipped. */
+static int show_line(struct mesh_text_show *s, bool *has_mode, const char *k, size_t kn,
+		     const char *v, size_t vn, const char **why)
+{
+	int c;
+
+	if (key_is(k, kn, "mode")) {
+		if (*has_mode || !parse_mode(v, vn, &s->cfg.mode)) {
+			*why = "bad mode";
+			return -EINVAL;
+		}
+		*has_mode = true;
+	} else if (key_is(k, kn, "prefix")) {
+		return add_prefix(s->cfg.prefixes, &s->cfg.n_prefixes, v, vn, why);
+	} else if (key_is(k, kn, "routes_truncated")) {
+		if (!parse_bool(v, vn, &s->truncated)) {
+			*why = "bad routes_truncated (want true or false)";
+			return -EINVAL;
+		}
+	} else if ((c = find_counter(k, kn)) >= 0) {
+		if (!parse_u64(v, vn, UINT64_MAX, counter_at(&s->stats, (size_t)c))) {
+			*why = "bad counter value";
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int mesh_text_parse_show(const char *text, size_t len, struct mesh_text_show *out,
+			 const char **why)
+{
+	const char *line, *v, *unused;
+	size_t off = 0, n, kn, vn, cap = 0;
+	struct wg_mesh_route *r = NULL, *grown;
+	bool has_mode = false, has_holder = false;
+	struct port_addr a;
+	int ret;
+
+	if (!why)
+		why = &unused;
+	memset(out, 0, sizeof(*out));
+	while (next_line(text, len, &off, &line, &n)) {
+		if (!split_kv(line, n, &kn, &v, &vn)) {
+			*why = "a line without '='";
+			ret = -EPROTO;
+			goto fail;
+		}
+		if (key_is(line, kn, "route")) {
+			if (r && (ret = finish_route(r, has_holder, why)))
+				goto fail;
+			if ((ret = mesh_text_parse_cidr(v, vn, &a, why)))
+				goto fail;
+			if (out->n_routes == MESH_TEXT_MAX_ROUTES) {
+				*why = "more routes than 1000";
+				ret = -E2BIG;
+				goto fail;
+			}
+			if (out->n_routes == cap) {
+				cap = cap ? 2 * cap : 16;
+				grown = realloc(out->routes, cap * sizeof(*grown));
+				if (!grown) {
+					*why = "out of memory";
+					ret = -ENOMEM;
+					goto fail;
+				}
+				out->routes = grown;
+			}
+			r = &out->routes[out->n_routes++];
+			memset(r, 0, sizeof(*r));
+			r->family = a.family;
+			r->cidr = a.cidr;
+			memcpy(r->addr, a.addr, 16);
+			has_holder = false;
+			continue;
+		}
+		ret = r ? route_line(r, &has_holder, line, kn, v, vn, why)
+			: show_line(out, &has_mode, line, kn, v, vn, why);
+		if (ret)
+			goto fail;
+	}
+	if (r && (ret = finish_route(r, has_holder, why)))
+		goto fail;
+	if (!has_mode) {
+		*why = "no mode";
+		ret = -EINVAL;
+		goto fail;
+	}
+	if (!out->n_routes) {
+		free(out->routes);
+		out->routes = NULL;
+	}
+	return 0;
+fail:
+	free(out->routes);
+	memset(out, 0, sizeof(*out));
+	return ret;
+}
+
+void mesh_text_show_free(struct mesh_text_show *show)
+{
+	free(show->routes);
+	memset(show, 0, sizeof(*show));
+}
+
+/* ---- mesh config file -------------------------------------------------- */
+
+/* "Prefix = a, b, c": each comma-separated item in turn. */
+static int config_prefixes(struct wg_mesh_config *cfg, const char *v, size_t vn,
+			   const char **why)
+{
+	const char *item, *comma;
+	size_t in;
+	int ret;
+
+	for (;;) {
+		comma = memchr(v, ',', vn);
+		item = v;
+		in = comma ? (size_t)(comma - v) : vn;
+		trim(&item, &in);
+		if (!in) {
+			*why = "empty item in a list";
+			return -EINVAL;
+		}
+		ret = add_prefix(cfg->prefixes, &cfg->n_prefixes, item, in, why);
+		if (ret || !comma)
+			return ret;
+		vn -= (size_t)(comma - v) + 1;
+		v = comma + 1;
+	}
+}
+
+int mesh_text_parse_config(const char *text, size_t len, struct wg_mesh_config *cfg, int *line,
+			   const char **why)
+{
+	struct wg_mesh_config c;
+	const char *l, *hash, *v, *unused;
+	size_t off = 0, ln, kn, vn;
+	int lineno = 0, section_line = 0, dummy, ret = -EINVAL;
+	bool has_mode = false;
+
+	if (!why)
+		why = &unused;
+	if (!line)
+		line = &dummy;
+	*line = 0;
+	memset(&c, 0, sizeof(c));
+	if (len > MESH_TEXT_MAX_FILE) {
+		*why = "file larger than 1 MiB";
+		return -E2BIG;
+	}
+	while (next_line(text, len, &off, &l, &ln)) {
+		*line = ++lineno;
+		if (memchr(l, '\0', ln)) {
+			*why = "a NUL byte";
+			return -EINVAL;
+		}
+		hash = memchr(l, '#', ln);
+		if (hash)
+			ln = (size_t)(hash - l);
+		trim(&l, &ln);
+		if (!ln)
+			continue;
+		if (l[0] == '[') {
+			if (ln != 6 || strncasecmp(l, "[Mesh]", 6)) {
+				*why = "unknown section (only [Mesh])";
+				return -EINVAL;
+			}
+			if (section_line) {
+				*why = "a second [Mesh] section";
+				return -EINVAL;
+			}
+			section_line = lineno;
+			continue;
+		}
+		if (!split_kv(l, ln, &kn, &v, &vn)) {
+			*why = "a line without '='";
+			return -EINVAL;
+		}
+		trim(&l, &kn);
+		trim(&v, &vn);
+		if (!section_line) {
+			*why = "a key outside the [Mesh] section";
+			return -EINVAL;
+		}
+		if (!vn) {
+			*why = "empty value";
+			return -EINVAL;
+		}
+		if (kn == 4 && !strncasecmp(l, "Mode", 4)) {
+			if (has_mode) {
+				*why = "Mode given twice";
+				return -EINVAL;
+			}
+			if (!parse_mode(v, vn, &c.mode)) {
+				*why = "Mode must be off, unicast or multicast";
+				return -EINVAL;
+			}
+			has_mode = true;
+		} else if (kn == 6 && !strncasecmp(l, "Prefix", 6)) {
+			if ((ret = config_prefixes(&c, v, vn, why)))
+				return ret;
+		} else {
+			*why = "unknown key (Mode or Prefix)";
+			return -EINVAL;
+		}
+	}
+	*line = section_line;
+	if (!section_line) {
+		*why = "no [Mesh] section";
+		return -EINVAL;
+	}
+	if (!has_mode) {
+		*why = "no Mode";
+		return -EINVAL;
+	}
+	if (c.mode != WG_MESH_OFF && !c.n_prefixes) {
+		*why = "a mesh needs at least one Prefix";
+		return -EINVAL;
+	}
+	*line = 0;
+	*cfg = c;
+	return 0;
+}
+
+/* ---- VM files ---------------------------------------------------------- */
+
+/* The next blank-separated word of [*s, *s + *n). */
+static bool next_word(const char **s, size_t *n, const char **w, size_t *wn)
+{
+	while (*n && is_blank(**s)) {
+		(*s)++;
+		(*n)--;
+	}
+	if (!*n)
+		return false;
+	*w = *s;
+	while (*n && !is_blank(**s)) {
+		(*s)++;
+		(*n)--;
+	}
+	*wn = (size_t)(*s - *w);
+	return true;
+}
+
+static bool listed(const struct mesh_text_vm *vms, size_t n, const struct port_addr *a)
+{
+	for (size_t i = 0; i < n; i++)
+		if (has_addr(vms[i].addrs, vms[i].n_addrs, a))
+			return true;
+	return false;
+}
+
+/* The port named [w, w + wn) in vms, added at the end when new. */
+static int vm_port(struct mesh_text_vm **vms, size_t *count, size_t *cap, const char *w,
+		   size_t wn, struct mesh_text_vm **out, const char **why)
+{
+	struct mesh_text_vm *grown;
+
+	if (!mesh_text_port_name_ok(w, wn)) {
+		*why = "bad port name (1-15 of a-z A-Z 0-9 . - _)";
+		return -EINVAL;
+	}
+	for (size_t i = *count; i-- > 0;) {
+		if (strlen((*vms)[i].port) == wn && !memcmp((*vms)[i].port, w, wn)) {
+			*out = &(*vms)[i];
+			return 0;
+		}
+	}
+	if (*count == PORT_MAX) {
+		*why = "more than 256 ports";
+		return -E2BIG;
+	}
+	if (*count == *cap) {
+		*cap = *cap ? 2 * *cap : 8;
+		grown = realloc(*vms, *cap * sizeof(*grown));
+		if (!grown) {
+			*why = "out of memory";
+			return -ENOMEM;
+		}
+		*vms = grown;
+	}
+	*out = &(*vms)[(*count)++];
+	memset(*out, 0, sizeof(**out));
+	memcpy((*out)->port, w, wn);
+	return 0;
+}
+
+int mesh_text_parse_vm_file(const char *text, size_t len, struct mesh_text_vm **out, size_t *n,
+			    int *line, const char **why)
+{
+	struct mesh_text_vm *vms = NULL, *vm;
+	const char *l, *hash, *w, *unused;
+	size_t off = 0, ln, wn, count = 0, cap = 0;
+	int lineno = 0, dummy, ret;
+	struct port_addr a;
+
+	if (!why)
+		why = &unused;
+	if (!line)
+		line = &dummy;
+	*line = 0;
+	if (len > MESH_TEXT_MAX_FILE) {
+		*why = "file larger than 1 MiB";
+		ret = -E2BIG;
+		goto fail;
+	}
+	while (next_line(text, len, &off, &l, &ln)) {
+		*line = ++lineno;
+		if (memchr(l, '\0', ln)) {
+			*why = "a NUL byte";
+			ret = -EINVAL;
+			goto fail;
+		}
+		hash = memchr(l, '#', ln);
+		if (hash)
+			ln = (size_t)(hash - l);
+		if (!next_word(&l, &ln, &w, &wn))
+			continue;
+		if ((ret = vm_port(&vms, &count, &cap, w, wn, &vm, why)))
+			goto fail;
+		while (next_word(&l, &ln, &w, &wn)) {
+			if ((ret = mesh_text_parse_cidr(w, wn, &a, why)))
+				goto fail;
+			ret = -EINVAL;
+			if (listed(vms, count, &a)) {
+				*why = "address listed twice";
+				goto fail;
+			}
+			if (vm->n_addrs == PORT_MAX_ADDRS) {
+				*why = "more than 16 addresses for one port";
+				goto fail;
+			}
+			vm->addrs[vm->n_addrs++] = a;
+		}
+	}
+	*line = 0;
+	*out = vms;
+	*n = count;
+	return 0;
+fail:
+	free(vms);
+	*out = NULL;
+	*n = 0;
+	return ret;
+}
+
+/* ---- the sync plan ----------------------------------------------------- */
+
+/* The ports of the host as the plan changes them. */
+struct held {
+	struct port_addr addrs[PORT_MAX_ADDRS];
+	size_t n;
+};
+
+static size_t find_held(const struct held *h, const struct port_addr *a)
+{
+	for (size_t i = 0; i < h->n; i++)
+		if (mesh_text_same_addr(&h->addrs[i], a))
+			return i;
+	return SIZE_MAX;
+}
+
+/* Which of n ports holds a; SIZE_MAX: none. */
+static size_t holder_of(const struct held *held, size_t n, const struct port_addr *a)
+{
+	for (size_t p = 0; p < n; p++)
+		if (find_held(&held[p], a) != SIZE_MAX)
+			return p;
+	return SIZE_MAX;
+}
+
+static size_t wanted_by(const struct mesh_text_vm *want, size_t n, const struct port_addr *a)
+{
+	for (size_t w = 0; w < n; w++)
+		if (has_addr(want[w].addrs, want[w].n_addrs, a))
+			return w;
+	return SIZE_MAX;
+}
+
+struct plan {
+	struct mesh_vm_step *steps;
+	size_t n;
+	struct held *held;
+};
+
+static void step(struct plan *p, enum mesh_vm_step_kind kind, size_t port, size_t from,
+		 const struct port_addr *a)
+{
+	p->steps[p->n++] = (struct mesh_vm_step){ kind, port, from, *a };
+}
+
+/* Keeps the order, so steps list a port's addresses as it has them. */
+static void unhold(struct held *h, size_t i)
+{
+	memmove(&h->addrs[i], &h->addrs[i + 1], (h->n - i - 1) * sizeof(h->addrs[0]));
+	h->n--;
+}
+
+/* The port of have that held a before the plan; SIZE_MAX: none. */
+static size_t had_by(const struct port_info *have, size_t n, const struct port_addr *a)
+{
+	for (size_t h = 0; h < n; h++)
+		for (size_t k = 0; k < have[h].cfg.n_addrs && k < PORT_MAX_ADDRS; k++)
+			if (mesh_text_same_addr(&have[h].cfg.addrs[k], a))
+				return h;
+	return SIZE_MAX;
+}
+
+/* want[w]'s port in have; -ENOENT (*bad = w) when missing, -EINVAL when
+ * two entries of want name one port. */
+static int match_ports(const struct mesh_text_vm *want, size_t n_want,
+		       const struct port_info *have, size_t n_have, size_t *have_of, size_t *bad)
+{
+	for (size_t w = 0; w < n_want; w++) {
+		for (have_of[w] = 0; have_of[w] < n_have; have_of[w]++)
+			if (!strncmp(have[have_of[w]].cfg.name, want[w].port, PORT_NAME_MAX))
+				break;
+		if (have_of[w] == n_have) {
+			*bad = w;
+			return -ENOENT;
+		}
+		for (size_t v = 0; v < w; v++) {
+			if (have_of[v] == have_of[w]) {
+				*bad = w;
+				return -EINVAL;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Makes have[hp] hold exactly want[w]'s addresses, leaving alone what it
+ * holds of them already; what else it holds stays until the end unless it
+ * is in the way. */
+static void plan_port(struct plan *p, const struct mesh_text_vm *want, size_t n_want, size_t w,
+		      const struct port_info *have, size_t n_have, size_t hp,
+		      struct mesh_vm_plan_counts *counts)
+{
+	const struct mesh_text_vm *vm = &want[w];
+	const struct port_addr *a;
+	struct held *held = &p->held[hp];
+	size_t need = 0, h, i, to, from;
+
+	for (i = 0; i < vm->n_addrs; i++) {
+		if (find_held(held, &vm->addrs[i]) == SIZE_MAX)
+			need++;
+		else
+			counts->unchanged++;
+	}
+	if (!need)
+		return;
+	/* Addresses coming from another port leave it first: an address is on
+	 * one port at a time. */
+	for (i = 0; i < vm->n_addrs; i++) {
+		a = &vm->addrs[i];
+		h = holder_of(p->held, n_have, a);
+		if (h != SIZE_MAX && h != hp) {
+			step(p, MESH_VM_STEP_DEL, h, w, a);
+			unhold(&p->held[h], find_held(&p->held[h], a));
+		}
+	}
+	/* No room for the additions: what leaves this port goes now. Then the
+	 * port holds only wanted addresses, and all of them fit. */
+	if (held->n + need > PORT_MAX_ADDRS) {
+		for (i = 0; i < held->n;) {
+			a = &held->addrs[i];
+			if (has_addr(vm->addrs, vm->n_addrs, a)) {
+				i++;
+				continue;
+			}
+			to = wanted_by(want, n_want, a);
+			step(p, MESH_VM_STEP_DEL, hp, to, a);
+			if (to == SIZE_MAX)
+				counts->removed++;
+			unhold(held, i);
+		}
+	}
+	for (i = 0; i < vm->n_addrs; i++) {
+		a = &vm->addrs[i];
+		if (find_held(held, a) != SIZE_MAX)
+			continue;
+		from = had_by(have, n_have, a);
+		step(p, MESH_VM_STEP_ADD, w, from, a);
+		if (from == SIZE_MAX)
+			counts->added++;
+		else
+			counts->moved++;
+		held->addrs[held->n++] = *a;
+	}
+}
+
+int mesh_text_vm_plan(const struct mesh_text_vm *want, size_t n_want, const struct port_info *have,
+		      size_t n_have, struct mesh_vm_step **steps, size_t *n_steps,
+		      struct mesh_vm_plan_counts *counts, size_t *bad)
+{
+	size_t *have_of = NULL, total = 1, h, i, w, dummy;
+	struct plan p = { 0 };
+	const struct port_addr *a;
+	int ret = -ENOMEM;
+
+	*steps = NULL;
+	*n_steps = 0;
+	memset(counts, 0, sizeof(*counts));
+	if (!bad)
+		bad = &dummy;
+	/* Each wanted address is deleted and added at most once, each held
+	 * one deleted at most once. */
+	for (w = 0; w < n_want; w++)
+		total += 2 * want[w].n_addrs;
+	for (h = 0; h < n_have; h++)
+		total += have[h].cfg.n_addrs;
+	have_of = calloc(n_want + 1, sizeof(*have_of));
+	p.held = calloc(n_have + 1, sizeof(*p.held));
+	p.steps = malloc(total * sizeof(*p.steps));
+	if (!have_of || !p.held || !p.steps)
+		goto out;
+	if ((ret = match_ports(want, n_want, have, n_have, have_of, bad)))
+		goto out;
+	for (h = 0; h < n_have; h++) {
+		p.held[h].n = have[h].cfg.n_addrs < PORT_MAX_ADDRS ? have[h].cfg.n_addrs
+								    : PORT_MAX_ADDRS;
+		memcpy(p.held[h].addrs, have[h].cfg.addrs, p.held[h].n * sizeof(p.held[h].addrs[0]));
+	}
+	for (w = 0; w < n_want; w++)
+		plan_port(&p, want, n_want, w, have, n_have, have_of[w], counts);
+	/* What no wanted port lists goes last. */
+	for (h = 0; h < n_have; h++) {
+		for (w = 0; w < n_want && have_of[w] != h; w++)
+			;
+		for (i = 0; i < p.held[h].n;) {
+			a = &p.held[h].addrs[i];
+			if (w < n_want && has_addr(want[w].addrs, want[w].n_addrs, a)) {
+				i++;
+				continue;
+			}
+			step(&p, MESH_VM_STEP_DEL, h, SIZE_MAX, a);
+			counts->removed++;
+			unhold(&p.held[h], i);
+		}
+	}
+	if (p.n) {
+		*steps = p.steps;
+		*n_steps = p.n;
+		p.steps = NULL;
+	}
+out:
+	free(p.steps);
+	free(p.held);
+	free(have_of);
+	return ret;
+}

@@ -1,0 +1,37 @@
+/* A fake device for the control tests: the wg_device_port_* and wg_mesh_*
+ * calls daemon/control.c makes, over plain arrays, with the errors the real
+ * device and mesh give (docs/cli.md, wg/mesh.h). Linked before weft_wg, so
+ * the real device and mesh are never pulled in. Every call takes one lock;
+ * the tests read the state between requests. */
+#ifndef WEFT_TESTS_CLI_FAKE_DEVICE_H
+#define WEFT_TESTS_CLI_FAKE_DEVICE_H
+
+#include <stddef.h>
+
+#include "tun/port.h"
+#include "wg/mesh.h"
+#include "wg/uapi.h"
+
+enum { FAKE_CAPACITY = 4 };
+
+extern struct port_info fake_ports[FAKE_CAPACITY];
+extern size_t fake_n;
+extern unsigned int fake_adds, fake_dels;       /* port calls that changed something */
+extern unsigned int fake_vm_adds, fake_vm_dels; /* vm calls that succeeded */
+
+extern struct wg_mesh_config fake_mesh;
+extern struct wg_mesh_stats fake_mesh_stats;
+extern struct wg_mesh_route *fake_routes;       /* malloc'd by the test, or NULL */
+extern size_t fake_n_routes;
+
+/* The UAPI ops of the fake: get, set, stats and control_command. */
+extern const struct wg_uapi_ops fake_ops;
+/* The same without command (a daemon without weft requests). */
+extern const struct wg_uapi_ops fake_ops_without_command;
+
+/* No ports, mesh off with no prefixes, no routes, counters zero. */
+void fake_reset(void);
+/* Whether port name holds addr (exactly). */
+bool fake_port_has(const char *name, const char *cidr);
+
+#endif

@@ -1,0 +1,1034 @@
+/* The mesh: discovery of which host holds a VM address, registration and
+ * moves (wg/mesh.h, docs/mesh.md).
+ *
+ * One record (struct mesh_loc) per mesh address this host has heard of,
+ * in a hash table of the mesh's. A record that says where its address is
+ * (or that it is nowhere) is also the forwarding-table value of the
+ * address, so workers resolve a VM address with the one lookup they do
+ * anyway. Workers never change the table: a miss, a source to re-check or
+ * a message is handed to the mesh thread under the mesh lock, and the
+ * thread does the rest holding the device write lock, then the mesh lock
+ * (always in that order), and sends its messages after dropping both.
+ * Packets it releases go back to worker 0, which routes them as if they
+ * had just arrived. */
+#include "wg/mesh.h"
+#include "wg/mesh_internal.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "ndp/mesh_msg.h"
+#include "router/rendezvous.h"
+#include "router/table.h"
+#include "wg/clock.h"
+#include "wg/device.h"
+#include "wg/log.h"
+#include "wg/peer.h"
+#include "wg/ports.h"
+#include "wg/send.h"
+#include "wg/worker.h"
+
+
+static void rate_init(struct rate *r, unsigned int per_sec, unsigned int burst)
+{
+	r->cost = NSEC_PER_SEC / per_sec;
+	r->burst = r->cost * burst;
+	r->credit = r->burst;
+	r->last = wg_clock_now();
+}
+
+bool mesh_rate_take(struct rate *r, uint64_t now)
+{
+	r->credit += now - r->last;
+	r->last = now;
+	if (r->credit > r->burst)
+		r->credit = r->burst;
+	if (r->credit < r->cost)
+		return false;
+	r->credit -= r->cost;
+	return true;
+}
+
+size_t mesh_addr_len(int family)
+{
+	return family == AF_INET ? 4 : 16;
+}
+
+static bool prefix_contains(const struct port_addr *p, int family, const uint8_t *addr)
+{
+	uint8_t bits = p->cidr, i = 0;
+
+	if (p->family != family)
+		return false;
+	for (; bits >= 8; bits -= 8, i++)
+		if (p->addr[i] != addr[i])
+			return false;
+	return !bits || !((p->addr[i] ^ addr[i]) & (uint8_t)(0xff << (8 - bits)));
+}
+
+static bool in_mesh(const struct wg_mesh *m, int family, const uint8_t *addr)
+{
+	for (size_t i = 0; i < m->cfg.n_prefixes; i++)
+		if (prefix_contains(&m->cfg.prefixes[i], family, addr))
+			return true;
+	return false;
+}
+
+/* The record table. */
+
+static size_t loc_hash(const struct wg_mesh *m, int family, const uint8_t *addr, uint8_t cidr)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)family ^ ((uint64_t)cidr << 8);
+
+	for (size_t i = 0; i < mesh_addr_len(family); i++)
+		h = (h ^ addr[i]) * 0x100000001b3ull;
+	return (size_t)(h ^ h >> 29) & (m->n_buckets - 1);
+}
+
+static struct mesh_loc *loc_find(struct wg_mesh *m, int family, const uint8_t *addr, uint8_t cidr)
+{
+	if (!m->n_buckets)
+		return NULL;
+	for (struct mesh_loc *l = m->buckets[loc_hash(m, family, addr, cidr)]; l; l = l->hash_next)
+		if (l->family == family && l->cidr == cidr && !memcmp(l->addr, addr, mesh_addr_len(family)))
+			return l;
+	return NULL;
+}
+
+static void buckets_grow(struct wg_mesh *m)
+{
+	size_t n = m->n_buckets ? m->n_buckets * 2 : BUCKETS_MIN, old_n = m->n_buckets;
+	struct mesh_loc **nb = calloc(n, sizeof(*nb)), **old = m->buckets;
+
+	if (!nb)
+		return; /* chains get longer, nothing breaks */
+	m->buckets = nb;
+	m->n_buckets = n;
+	for (size_t i = 0; i < old_n; i++) {
+		while (old[i]) {
+			struct mesh_loc *l = old[i];
+			size_t b = loc_hash(m, l->family, l->addr, l->cidr);
+
+			old[i] = l->hash_next;
+			l->hash_next = nb[b];
+			nb[b] = l;
+		}
+	}
+	free(old);
+}
+
+struct mesh_loc *mesh_loc_get(struct wg_mesh *m, int family, const uint8_t *addr, uint8_t cidr)
+{
+	struct mesh_loc *l = loc_find(m, family, addr, cidr);
+	size_t b;
+
+	if (l)
+		return l;
+	if (m->n_locs >= m->n_buckets)
+		buckets_grow(m);
+	if (!m->n_buckets || !(l = calloc(1, sizeof(*l))))
+		return NULL;
+	l->hop.kind = RT_HOP_REMOTE;
+	l->family = family;
+	l->cidr = cidr;
+	memcpy(l->addr, addr, mesh_addr_len(family));
+	b = loc_hash(m, family, addr, cidr);
+	l->hash_next = m->buckets[b];
+	m->buckets[b] = l;
+	m->n_locs++;
+	return l;
+}
+
+void mesh_timed_add(struct wg_mesh *m, struct mesh_loc *l)
+{
+	if (l->timed)
+		return;
+	l->timed = true;
+	l->timed_next = m->timed;
+	m->timed = l;
+}
+
+/* Device write lock held. */
+static void table_put(struct wg_mesh *m, struct mesh_loc *l)
+{
+	if (!l->in_table &&
+	    !rt_insert(m->dev->allowed_ips, l->family, l->addr, l->cidr, &l->hop)) {
+		l->in_table = true;
+		m->n_located++;
+	}
+}
+
+static void table_drop(struct wg_mesh *m, struct mesh_loc *l)
+{
+	if (!l->in_table)
+		return;
+	rt_remove(m->dev->allowed_ips, l->family, l->addr, l->cidr, &l->hop);
+	l->in_table = false;
+	m->n_located--;
+}
+
+static void queue_free(struct wg_mesh *m, struct wg_pkt_queue *q)
+{
+	struct wg_pkt *p;
+
+	while ((p = wg_pkt_queue_pop(q))) {
+		m->queued--;
+		free(p);
+	}
+}
+
+/* Both locks held; l is out of the table and off the timed list. */
+static void loc_free(struct wg_mesh *m, struct mesh_loc *l)
+{
+	struct mesh_loc **pp = &m->buckets[loc_hash(m, l->family, l->addr, l->cidr)];
+
+	for (; *pp; pp = &(*pp)->hash_next) {
+		if (*pp == l) {
+			*pp = l->hash_next;
+			break;
+		}
+	}
+	mesh_count(m, queue_dropped, l->out.len);
+	mesh_count(m, spoofed, l->in.len);
+	queue_free(m, &l->out);
+	queue_free(m, &l->in);
+	m->n_locs--;
+	free(l);
+}
+
+/* Messages. */
+
+void mesh_note_add(struct wg_mesh *m, const uint8_t *to, bool all, enum mesh_type type,
+		 const struct mesh_item *item)
+{
+	struct mesh_note *n;
+
+	if (m->n_outbox == OUTBOX_MAX) {
+		mesh_count(m, rate_limited, 1);
+		return;
+	}
+	n = &m->outbox[m->n_outbox++];
+	memset(n, 0, sizeof(*n));
+	if (to)
+		memcpy(n->peer, to, WG_KEY_LEN);
+	n->all = all;
+	n->type = type;
+	n->item = *item;
+}
+
+static void item_of(const struct mesh_loc *l, struct mesh_item *it)
+{
+	memset(it, 0, sizeof(*it));
+	it->family = l->family;
+	it->cidr = l->cidr;
+	memcpy(it->addr, l->addr, mesh_addr_len(l->family));
+}
+
+void mesh_item_holder(struct mesh_item *it, const uint8_t *key, uint64_t seq)
+{
+	it->has_holder = key != NULL;
+	if (key)
+		memcpy(it->holder, key, WG_KEY_LEN);
+	it->seq = seq;
+}
+
+/* Device lock held: this host's public key, or NULL. */
+static const uint8_t *self_key(struct wg_mesh *m)
+{
+	return m->dev->identity->has_identity ? m->dev->identity->static_public : NULL;
+}
+
+/* Device lock held: the home host of l's address among this host and its
+ * peers: NULL for this host, else the peer. */
+static struct wg_peer *home_of(struct wg_mesh *m, const struct mesh_loc *l, bool *self)
+{
+	struct wg_device *dev = m->dev;
+	const uint8_t *me = self_key(m);
+	uint64_t best = 0;
+	struct wg_peer *home = NULL;
+
+	*self = me != NULL;
+	if (me)
+		best = rdv_weight(me, l->family, l->addr, l->cidr);
+	for (struct wg_peer *p = dev->peers_head; p; p = p->list_next) {
+		uint64_t w = rdv_weight(p->public_key, l->family, l->addr, l->cidr);
+
+		if (w > best || (!*self && !home)) {
+			best = w;
+			home = p;
+			*self = false;
+		}
+	}
+	return home;
+}
+
+static bool is_local(struct wg_mesh *m, int family, const uint8_t *addr)
+{
+	struct rt_hop *hop = rt_lookup(m->dev->allowed_ips, family, addr);
+
+	return hop && hop->kind == RT_HOP_PORT;
+}
+
+static uint64_t next_seq(struct wg_mesh *m)
+{
+	uint64_t now = wg_clock_realtime_ns();
+
+	m->last_seq = now > m->last_seq ? now : m->last_seq + 1;
+	return m->last_seq;
+}
+
+/* Releases l's waiting packets: those to it for routing, those from
+ * holder (its confirmed holder) for delivery. Others stay. */
+static void release(struct wg_mesh *m, struct mesh_loc *l)
+{
+	struct wg_pkt_queue keep = { 0 };
+	struct wg_pkt *p;
+	unsigned int n = 0;
+
+	while ((p = wg_pkt_queue_pop(&l->out))) {
+		wg_pkt_queue_push(&m->rel_out, p);
+		m->queued--;
+		mesh_count(m, flushed, 1);
+		n++;
+	}
+	while ((p = wg_pkt_queue_pop(&l->in))) {
+		if (l->peer && p->egress == l->peer) {
+			p->egress = NULL;
+			wg_pkt_queue_push(&m->rel_in, p);
+			m->queued--;
+			mesh_count(m, verified, 1);
+			n++;
+		} else {
+			wg_pkt_queue_push(&keep, p);
+		}
+	}
+	l->in = keep;
+	if (n)
+		atomic_fetch_add(&m->n_released, n);
+}
+
+static void go_negative(struct wg_mesh *m, struct mesh_loc *l, uint64_t now)
+{
+	mesh_count(m, negative, 1);
+	mesh_count(m, queue_dropped, l->out.len);
+	mesh_count(m, spoofed, l->in.len);
+	queue_free(m, &l->out);
+	queue_free(m, &l->in);
+	l->peer = NULL;
+	l->state = LOC_NEGATIVE;
+	l->deadline = now + NEGATIVE_MS * NSEC_PER_MSEC;
+	table_put(m, l);
+	mesh_timed_add(m, l);
+}
+
+/* Both locks held: holder (a peer) holds l's address since seq. Returns
+ * the holder it replaced (NULL: none, or the same). */
+static struct wg_peer *learn(struct wg_mesh *m, struct mesh_loc *l, struct wg_peer *holder,
+			     uint64_t seq, uint64_t now)
+{
+	struct wg_peer *old = l->peer;
+
+	if (l->peer && seq < l->seq)
+		return NULL; /* older news */
+	if (l->local_seq && seq <= l->local_seq)
+		return NULL; /* our own registration is newer */
+	l->peer = holder;
+	l->seq = seq;
+	if (old && old != holder) {
+		l->prev = old;
+		l->prev_until = now + GRACE_MS * NSEC_PER_MSEC;
+	}
+	/* Sources the answer did not confirm wait for the other answers
+	 * (multicast) or the last try, then are dropped. */
+	if (l->state == LOC_PENDING && l->asked_at) {
+		mesh_count(m, discoveries, 1);
+		mesh_count(m, discovery_ns, now - l->asked_at);
+	}
+	l->asked_at = 0;
+	l->state = l->in.len && l->state == LOC_VERIFY ? LOC_VERIFY : LOC_RESOLVED;
+	if (!is_local(m, l->family, l->addr))
+		table_put(m, l);
+	mesh_count(m, resolved, 1);
+	release(m, l);
+	if (l->in.len) {
+		l->state = LOC_VERIFY;
+		if (!l->timed) {
+			l->tries = MAX_TRIES;
+			l->deadline = now + RETRY_MS * NSEC_PER_MSEC;
+			mesh_timed_add(m, l);
+		}
+	}
+	return old != holder ? old : NULL;
+}
+
+/* Sends a solicitation for l (none when this host is the home itself:
+ * then only an ANNOUNCE on its way can answer). Both locks held. */
+static void solicit(struct wg_mesh *m, struct mesh_loc *l, uint64_t now)
+{
+	struct mesh_item it;
+	struct wg_peer *home;
+	bool self;
+
+	if (!mesh_rate_take(&m->solicit_rate, now)) {
+		mesh_count(m, rate_limited, 1);
+		return;
+	}
+	item_of(l, &it);
+	if (atomic_load(&m->mode) == WG_MESH_MULTICAST) {
+		mesh_note_add(m, NULL, true, MESH_SOLICIT, &it);
+		mesh_count(m, solicit_sent, m->dev->n_peers);
+		return;
+	}
+	home = home_of(m, l, &self);
+	if (self || !home)
+		return;
+	mesh_note_add(m, home->public_key, false, MESH_SOLICIT, &it);
+	mesh_count(m, solicit_sent, 1);
+}
+
+/* Both locks held: a SOLICIT from `from` for the item. */
+static void answer(struct wg_mesh *m, const uint8_t *from, const struct mesh_item *it)
+{
+	struct mesh_loc *l = loc_find(m, it->family, it->addr, it->cidr);
+	bool local = is_local(m, it->family, it->addr);
+	struct mesh_item out = *it;
+
+	mesh_count(m, solicit_received, 1);
+	if (local && (!l || !l->peer || l->local_seq >= l->seq))
+		mesh_item_holder(&out, self_key(m), l && l->local_seq ? l->local_seq : 1);
+	else if (atomic_load(&m->mode) == WG_MESH_MULTICAST)
+		return; /* only the holder answers */
+	else if (l && l->peer && l->state == LOC_RESOLVED)
+		mesh_item_holder(&out, l->peer->public_key, l->seq); /* as the home */
+	else
+		mesh_item_holder(&out, NULL, 0);
+	mesh_note_add(m, from, false, MESH_ADVERT, &out);
+	mesh_count(m, advert_sent, 1);
+}
+
+static void handle(struct wg_mesh *m, const struct mesh_note *n, uint64_t now)
+{
+	const struct mesh_item *it = &n->item;
+	struct wg_device *dev = m->dev;
+	struct wg_peer *from = wg_device_lookup_peer(dev, n->peer), *holder = from, *old;
+	struct mesh_loc *l;
+	bool self;
+
+	if (!from)
+		return; /* removed meanwhile */
+	if (!in_mesh(m, it->family, it->addr)) {
+		mesh_count(m, malformed, 1);
+		return;
+	}
+	if (n->type == MESH_SOLICIT) {
+		answer(m, n->peer, it);
+		return;
+	}
+	if (it->has_holder) {
+		holder = wg_device_lookup_peer(dev, it->holder);
+		if (!holder)
+			return; /* ourselves, or a host we have no tunnel to */
+	}
+	/* Only news of a holder makes a record; the rest concerns records we have. */
+	if (it->has_holder || n->type == MESH_ANNOUNCE)
+		l = mesh_loc_get(m, it->family, it->addr, it->cidr);
+	else
+		l = loc_find(m, it->family, it->addr, it->cidr);
+	if (!l)
+		return;
+	switch (n->type) {
+	case MESH_ADVERT:
+		mesh_count(m, advert_received, 1);
+		if (it->has_holder)
+			learn(m, l, holder, it->seq, now);
+		else if (l->state == LOC_PENDING && !l->peer && l->tries >= MAX_TRIES)
+			go_negative(m, l, now); /* else the next try may find an ANNOUNCE there */
+		break;
+	case MESH_ANNOUNCE:
+	case MESH_MOVED:
+		if (n->type == MESH_ANNOUNCE)
+			mesh_count(m, announce_received, 1);
+		else
+			mesh_count(m, moved_received, 1);
+		old = learn(m, l, holder, it->seq, now);
+		if (old && n->type == MESH_ANNOUNCE && atomic_load(&m->mode) == WG_MESH_UNICAST)
+			home_of(m, l, &self);
+		else
+			self = false;
+		if (self) {
+			struct mesh_item mv = *it;
+
+			/* The home tells the previous holder, which forwards
+			 * what still reaches it. */
+			mesh_item_holder(&mv, holder->public_key, it->seq);
+			mesh_note_add(m, old->public_key, false, MESH_MOVED, &mv);
+			mesh_count(m, moved_sent, 1);
+		}
+		break;
+	case MESH_NOT_HERE:
+		mesh_count(m, not_here_received, 1);
+		if (it->has_holder && holder != l->peer) {
+			learn(m, l, holder, it->seq, now);
+		} else if (!it->has_holder && l->peer == from && l->state == LOC_RESOLVED) {
+			/* Stale: forgotten; the next packet to it asks again. */
+			table_drop(m, l);
+			l->peer = NULL;
+			l->state = LOC_NONE;
+			l->deadline = now;
+			mesh_timed_add(m, l);
+		}
+		break;
+	case MESH_SOLICIT:
+		break;
+	}
+}
+
+/* Both locks held: one record's deadline passed. Returns whether it stays
+ * on the timed list. */
+static bool expire(struct wg_mesh *m, struct mesh_loc *l, uint64_t now)
+{
+	switch (l->state) {
+	case LOC_PENDING:
+	case LOC_VERIFY:
+		if (l->tries < MAX_TRIES) {
+			solicit(m, l, now);
+			l->tries++;
+			l->deadline = now + RETRY_MS * NSEC_PER_MSEC;
+			return true;
+		}
+		if (l->state == LOC_PENDING) {
+			go_negative(m, l, now);
+			return true;
+		}
+		mesh_count(m, spoofed, l->in.len); /* no answer confirmed them */
+		queue_free(m, &l->in);
+		l->state = LOC_RESOLVED;
+		return false;
+	case LOC_NEGATIVE:
+		table_drop(m, l);
+		l->state = LOC_NONE;
+		return false;
+	default:
+		return false;
+	}
+}
+
+/* Both locks held: timeouts and solicitations due. Returns the next
+ * deadline. */
+static uint64_t tick(struct wg_mesh *m, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+
+	for (struct mesh_loc **pp = &m->timed; *pp;) {
+		struct mesh_loc *l = *pp;
+		bool keep = l->state == LOC_PENDING || l->state == LOC_VERIFY ||
+			    l->state == LOC_NEGATIVE;
+
+		if (l->deadline <= now)
+			keep = expire(m, l, now);
+		if (keep) {
+			if (l->deadline < next)
+				next = l->deadline;
+			pp = &l->timed_next;
+			continue;
+		}
+		*pp = l->timed_next;
+		l->timed = false;
+		if (l->state == LOC_NONE && !l->local_seq && !l->in_table && !l->out.len &&
+		    !l->in.len)
+			loc_free(m, l);
+	}
+	return next;
+}
+
+/* Mesh lock held: the noted messages, moved into a malloc'd array for
+ * sending once the locks are dropped (NULL when there are none, or no
+ * memory: then they stay for the thread's next round). */
+static struct mesh_note *take_notes(struct wg_mesh *m, size_t *n)
+{
+	struct mesh_note *out;
+
+	*n = 0;
+	if (!m->n_outbox || !(out = malloc(m->n_outbox * sizeof(*out))))
+		return NULL;
+	memcpy(out, m->outbox, m->n_outbox * sizeof(*out));
+	*n = m->n_outbox;
+	m->n_outbox = 0;
+	return out;
+}
+
+/* No lock held: sends what was noted. */
+static void send_notes(struct wg_mesh *m, struct mesh_note *notes, size_t n)
+{
+	struct wg_device *dev = m->dev;
+	struct wg_tx tx;
+
+	if (!n)
+		return;
+	wg_tx_direct_init(&tx, dev);
+	pthread_rwlock_rdlock(&dev->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct mesh_msg msg = { .type = notes[i].type, .count = 1 };
+		struct wg_peer *to = notes[i].all ? dev->peers_head
+						  : wg_device_lookup_peer(dev, notes[i].peer);
+
+		msg.items[0] = notes[i].item;
+		for (; to; to = notes[i].all ? to->list_next : NULL) {
+			size_t len = mesh_msg_size(1);
+			struct wg_pkt *p = wg_pkt_alloc(len);
+
+			if (!p)
+				break;
+			p->len = (uint32_t)mesh_msg_build(&msg, wg_pkt_payload(p), len);
+			if (!p->len) {
+				free(p);
+				break;
+			}
+			wg_send_to_peer(dev, to, &p, 1, &tx);
+		}
+	}
+	pthread_rwlock_unlock(&dev->lock);
+}
+
+static void kick_worker(struct wg_mesh *m)
+{
+	if (atomic_load(&m->n_released) && m->dev->workers[0])
+		wg_worker_kick(m->dev->workers[0]);
+}
+
+/* One round of the thread's work; called without locks. */
+static uint64_t run(struct wg_mesh *m)
+{
+	struct wg_device *dev = m->dev;
+	struct mesh_note *out;
+	size_t n_out;
+	uint64_t now = wg_clock_now(), next;
+
+	pthread_rwlock_wrlock(&dev->lock);
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < m->n_inbox; i++)
+		handle(m, &m->inbox[i], now);
+	m->n_inbox = 0;
+	m->solicit_due = false;
+	next = tick(m, now);
+	out = take_notes(m, &n_out);
+	pthread_mutex_unlock(&m->lock);
+	pthread_rwlock_unlock(&dev->lock);
+	send_notes(m, out, n_out);
+	free(out);
+	kick_worker(m);
+	return next;
+}
+
+/* Mesh lock held: whether a round has work. */
+static bool due(const struct wg_mesh *m, uint64_t next)
+{
+	return m->n_inbox || m->n_outbox || m->solicit_due ||
+	       (next != UINT64_MAX && wg_clock_now() >= next);
+}
+
+static void *mesh_thread(void *arg)
+{
+	struct wg_mesh *m = arg;
+	uint64_t next = UINT64_MAX;
+
+	pthread_mutex_lock(&m->lock);
+	while (!m->stop) {
+		if (!due(m, next)) {
+			struct timespec ts;
+
+			if (next == UINT64_MAX) {
+				pthread_cond_wait(&m->cond, &m->lock);
+			} else {
+				/* next is on the protocol clock; the wait on CLOCK_MONOTONIC. */
+				uint64_t now = wg_clock_now(), wait = next > now ? next - now : 0;
+
+				clock_gettime(CLOCK_MONOTONIC, &ts);
+				wait += (uint64_t)ts.tv_nsec;
+				ts.tv_sec += (time_t)(wait / NSEC_PER_SEC);
+				ts.tv_nsec = (long)(wait % NSEC_PER_SEC);
+				pthread_cond_timedwait(&m->cond, &m->lock, &ts);
+			}
+			continue;
+		}
+		pthread_mutex_unlock(&m->lock);
+		next = run(m);
+		pthread_mutex_lock(&m->lock);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
+void mesh_wake(struct wg_mesh *m)
+{
+	pthread_cond_signal(&m->cond);
+}
+
+/* Life cycle. */
+
+int wg_mesh_new(struct wg_device *dev, struct wg_mesh **out)
+{
+	struct wg_mesh *m = calloc(1, sizeof(*m));
+	pthread_condattr_t ca;
+
+	if (!m)
+		return -ENOMEM;
+	m->inbox = calloc(INBOX_MAX, sizeof(*m->inbox));
+	m->outbox = calloc(OUTBOX_MAX, sizeof(*m->outbox));
+	if (!m->inbox || !m->outbox) {
+		free(m->inbox);
+		free(m->outbox);
+		free(m);
+		return -ENOMEM;
+	}
+	m->dev = dev;
+	m->prefix_hop.kind = RT_HOP_MESH;
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&m->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	rate_init(&m->solicit_rate, SOLICIT_PER_SEC, SOLICIT_BURST);
+	rate_init(&m->not_here_rate, NOT_HERE_PER_SEC, NOT_HERE_BURST);
+	*out = m;
+	return 0;
+}
+
+int wg_mesh_start(struct wg_mesh *m)
+{
+	int err = pthread_create(&m->thread, NULL, mesh_thread, m);
+
+	if (err)
+		return -err;
+	m->started = true;
+	return 0;
+}
+
+void wg_mesh_stop(struct wg_mesh *m)
+{
+	if (!m || !m->started)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->stop = true;
+	mesh_wake(m);
+	pthread_mutex_unlock(&m->lock);
+	pthread_join(m->thread, NULL);
+	m->started = false;
+}
+
+void wg_mesh_free(struct wg_mesh *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->n_buckets; i++) {
+		while (m->buckets[i]) {
+			struct mesh_loc *l = m->buckets[i];
+
+			table_drop(m, l);
+			m->buckets[i] = l->hash_next;
+			queue_free(m, &l->out);
+			queue_free(m, &l->in);
+			free(l);
+		}
+	}
+	for (size_t i = 0; i < m->cfg.n_prefixes; i++)
+		rt_remove(m->dev->allowed_ips, m->cfg.prefixes[i].family, m->cfg.prefixes[i].addr,
+			  m->cfg.prefixes[i].cidr, &m->prefix_hop);
+	queue_free(m, &m->rel_out);
+	queue_free(m, &m->rel_in);
+	free(m->buckets);
+	free(m->inbox);
+	free(m->outbox);
+	pthread_mutex_destroy(&m->lock);
+	pthread_cond_destroy(&m->cond);
+	free(m);
+}
+
+/* Control plane. */
+
+static bool prefix_ok(const struct port_addr *p)
+{
+	size_t bytes = p->family == AF_INET ? 4 : p->family == AF_INET6 ? 16 : 0;
+
+	if (!bytes || p->cidr > bytes * 8)
+		return false;
+	for (size_t bit = p->cidr; bit < 128; bit++)
+		if (p->addr[bit / 8] & (0x80 >> (bit % 8)))
+			return false;
+	return true;
+}
+
+/* The addresses of the ports that were there before the mesh, registered
+ * and announced as if just added. */
+static void announce_ports(struct wg_device *dev)
+{
+	struct port_addr *addrs = calloc((size_t)PORT_MAX * PORT_MAX_ADDRS, sizeof(*addrs));
+	size_t n = 0;
+
+	if (!addrs)
+		return;
+	pthread_rwlock_rdlock(&dev->lock);
+	for (int i = 0; i < PORT_MAX; i++)
+		for (size_t j = 0; dev->ports[i] && j < dev->ports[i]->cfg.n_addrs; j++)
+			addrs[n++] = dev->ports[i]->cfg.addrs[j];
+	pthread_rwlock_unlock(&dev->lock);
+	wg_mesh_local_added(dev, addrs, n);
+	free(addrs);
+}
+
+int wg_mesh_set(struct wg_device *dev, const struct wg_mesh_config *cfg)
+{
+	struct wg_mesh *m = dev->mesh;
+	int err = 0;
+
+	if (cfg->mode > WG_MESH_MULTICAST || cfg->n_prefixes > WG_MESH_MAX_PREFIXES)
+		return -EINVAL;
+	for (size_t i = 0; i < cfg->n_prefixes; i++)
+		if (!prefix_ok(&cfg->prefixes[i]))
+			return -EINVAL;
+	pthread_rwlock_wrlock(&dev->lock);
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < m->cfg.n_prefixes; i++)
+		rt_remove(dev->allowed_ips, m->cfg.prefixes[i].family, m->cfg.prefixes[i].addr,
+			  m->cfg.prefixes[i].cidr, &m->prefix_hop);
+	m->cfg = *cfg; /* with mode off, the prefixes are kept but not routed */
+	for (size_t b = 0; cfg->mode == WG_MESH_OFF && b < m->n_buckets; b++)
+		for (struct mesh_loc *l = m->buckets[b]; l; l = l->hash_next)
+			table_drop(m, l);
+	for (size_t i = 0; cfg->mode != WG_MESH_OFF && i < cfg->n_prefixes && !err; i++)
+		err = rt_insert(dev->allowed_ips, cfg->prefixes[i].family, cfg->prefixes[i].addr,
+				cfg->prefixes[i].cidr, &m->prefix_hop);
+	atomic_store(&m->mode, err ? WG_MESH_OFF : (int)cfg->mode);
+	pthread_mutex_unlock(&m->lock);
+	pthread_rwlock_unlock(&dev->lock);
+	if (!err && cfg->mode != WG_MESH_OFF)
+		announce_ports(dev);
+	if (!err)
+		log_info("mesh: %s, %zu prefixes",
+			 cfg->mode == WG_MESH_OFF	 ? "off"
+			 : cfg->mode == WG_MESH_UNICAST ? "unicast discovery"
+							 : "multicast discovery",
+			 cfg->n_prefixes);
+	return err;
+}
+
+void wg_mesh_get(struct wg_device *dev, struct wg_mesh_config *cfg, struct wg_mesh_stats *st)
+{
+	struct wg_mesh *m = dev->mesh;
+
+	pthread_mutex_lock(&m->lock);
+	if (cfg)
+		*cfg = m->cfg;
+	if (st) {
+#define MESH_COUNTER_COPY(name) st->name = atomic_load(&m->c.name);
+		WG_MESH_COUNTERS(MESH_COUNTER_COPY)
+#undef MESH_COUNTER_COPY
+		st->locations = m->n_located;
+		st->pending = 0;
+		for (struct mesh_loc *l = m->timed; l; l = l->timed_next)
+			st->pending += l->state == LOC_PENDING;
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* Registration: this host now holds addrs (already in the table as a
+ * port's). Announces those in the mesh. */
+void wg_mesh_local_added(struct wg_device *dev, const struct port_addr *addrs, size_t n)
+{
+	struct wg_mesh *m = dev->mesh;
+	struct mesh_note *out = NULL;
+	size_t n_out = 0;
+
+	if (!m)
+		return;
+	pthread_rwlock_wrlock(&dev->lock);
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < n && atomic_load(&m->mode) != WG_MESH_OFF; i++) {
+		const struct port_addr *a = &addrs[i];
+		struct mesh_loc *l;
+		struct mesh_item it;
+		struct wg_peer *home;
+		bool self;
+
+		if (!in_mesh(m, a->family, a->addr))
+			continue;
+		l = mesh_loc_get(m, a->family, a->addr, a->cidr);
+		if (!l)
+			continue;
+		l->local_seq = next_seq(m);
+		if (l->in_table) { /* the port's entry replaced ours */
+			l->in_table = false;
+			m->n_located--;
+		}
+		l->state = l->peer ? LOC_RESOLVED : LOC_NONE;
+		release(m, l); /* what waited for it routes to the port now */
+		item_of(l, &it);
+		mesh_item_holder(&it, NULL, l->local_seq);
+		if (atomic_load(&m->mode) == WG_MESH_MULTICAST) {
+			mesh_note_add(m, NULL, true, MESH_ANNOUNCE, &it);
+			mesh_count(m, announce_sent, dev->n_peers);
+			continue;
+		}
+		home = home_of(m, l, &self);
+		if (!self && home) {
+			mesh_note_add(m, home->public_key, false, MESH_ANNOUNCE, &it);
+			mesh_count(m, announce_sent, 1);
+		} else if (l->peer) {
+			/* We are the home: the previous holder learns it here. */
+			mesh_item_holder(&it, self_key(m), l->local_seq);
+			mesh_note_add(m, l->peer->public_key, false, MESH_MOVED, &it);
+			mesh_count(m, moved_sent, 1);
+		}
+	}
+	out = take_notes(m, &n_out);
+	pthread_mutex_unlock(&m->lock);
+	pthread_rwlock_unlock(&dev->lock);
+	/* Sent before returning, so that "registered" means "announced". */
+	send_notes(m, out, n_out);
+	free(out);
+	kick_worker(m);
+}
+
+void wg_mesh_local_removed(struct wg_device *dev, const struct port_addr *addrs, size_t n)
+{
+	struct wg_mesh *m = dev->mesh;
+	uint64_t now = wg_clock_now();
+	struct mesh_note *out;
+	size_t n_out;
+
+	if (!m)
+		return;
+	pthread_rwlock_wrlock(&dev->lock);
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct mesh_loc *l = loc_find(m, addrs[i].family, addrs[i].addr, addrs[i].cidr);
+		uint64_t registered;
+		struct mesh_item it;
+		struct wg_peer *home;
+		bool self;
+
+		if (!l || !l->local_seq)
+			continue;
+		registered = l->local_seq;
+		l->local_seq = 0;
+		if (l->peer && l->state == LOC_RESOLVED && l->seq > registered) {
+			/* It moved: forward what still comes here. */
+			l->prev = NULL;
+			table_put(m, l);
+			continue;
+		}
+		/* It is gone: whoever may point here is told, and asks again. */
+		l->peer = NULL;
+		if (l->state != LOC_PENDING) {
+			l->state = LOC_NONE;
+			l->deadline = now;
+			mesh_timed_add(m, l); /* freed by the next tick */
+		}
+		item_of(l, &it);
+		if (atomic_load(&m->mode) == WG_MESH_MULTICAST) {
+			mesh_note_add(m, NULL, true, MESH_NOT_HERE, &it);
+			mesh_count(m, not_here_sent, dev->n_peers);
+		} else if (atomic_load(&m->mode) == WG_MESH_UNICAST &&
+			   (home = home_of(m, l, &self)) && !self) {
+			mesh_note_add(m, home->public_key, false, MESH_NOT_HERE, &it);
+			mesh_count(m, not_here_sent, 1);
+		}
+	}
+	out = take_notes(m, &n_out);
+	pthread_mutex_unlock(&m->lock);
+	pthread_rwlock_unlock(&dev->lock);
+	send_notes(m, out, n_out);
+	free(out);
+	mesh_wake(m);
+}
+
+int wg_mesh_vm_add(struct wg_device *dev, const char *port, const struct port_addr *addrs, size_t n)
+{
+	int err = wg_device_port_register(dev, port, addrs, n);
+
+	if (!err)
+		wg_mesh_local_added(dev, addrs, n);
+	return err;
+}
+
+int wg_mesh_vm_del(struct wg_device *dev, const struct port_addr *addrs, size_t n)
+{
+	int err = wg_device_port_unregister(dev, addrs, n);
+
+	if (!err)
+		wg_mesh_local_removed(dev, addrs, n);
+	return err;
+}
+
+int wg_mesh_routes(struct wg_device *dev, struct wg_mesh_route **out, size_t *n, size_t max)
+{
+	struct wg_mesh *m = dev->mesh;
+	struct wg_mesh_route *r;
+	size_t k = 0;
+
+	pthread_rwlock_rdlock(&dev->lock);
+	pthread_mutex_lock(&m->lock);
+	r = calloc(m->n_located < max ? m->n_located + 1 : max + 1, sizeof(*r));
+	for (size_t b = 0; r && b < m->n_buckets; b++) {
+		for (struct mesh_loc *l = m->buckets[b]; l && k < max; l = l->hash_next) {
+			if (!l->in_table)
+				continue;
+			r[k].family = l->family;
+			r[k].cidr = l->cidr;
+			memcpy(r[k].addr, l->addr, 16);
+			r[k].negative = !l->peer;
+			if (l->peer)
+				memcpy(r[k].holder, l->peer->public_key, WG_KEY_LEN);
+			r[k].seq = l->seq;
+			k++;
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	pthread_rwlock_unlock(&dev->lock);
+	if (!r)
+		return -ENOMEM;
+	*out = r;
+	*n = k;
+	return 0;
+}
+
+void wg_mesh_peer_removed(struct wg_device *dev, struct wg_peer *peer)
+{
+	struct wg_mesh *m = dev->mesh;
+
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	for (size_t b = 0; b < m->n_buckets; b++) {
+		for (struct mesh_loc *l = m->buckets[b]; l; l = l->hash_next) {
+			struct wg_pkt_queue keep = { 0 };
+			struct wg_pkt *p;
+
+			if (l->prev == peer)
+				l->prev = NULL;
+			while ((p = wg_pkt_queue_pop(&l->in))) {
+				if (p->egress == peer) {
+					m->queued--;
+					free(p);
+				} else {
+					wg_pkt_queue_push(&keep, p);
+				}
+			}
+			l->in = keep;
+			if (l->peer == peer) {
+				l->peer = NULL;
+				table_drop(m, l);
+				l->state = LOC_NONE;
+				l->deadline = 0;
+				mesh_timed_add(m, l);
+			}
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+}

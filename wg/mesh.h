@@ -1,0 +1,180 @@
+/* The mesh: every host is a WireGuard peer of every other, and hosts learn
+ * which host holds a VM address instead of configuring it as an allowed IP
+ * (docs/mesh.md).
+ *
+ * Addresses inside a mesh prefix are VM addresses. A local VM's address is
+ * registered to its port (weft vm add); a remote one is learned, and lives
+ * in the forwarding table as a struct mesh_loc pointing at the peer that
+ * holds it. A packet to a mesh address the table does not know waits in a
+ * bounded per-destination queue while the mesh thread solicits the holder
+ * (every member in multicast mode, the address's home host in unicast
+ * mode); the answer installs the location and flushes the queue.
+ *
+ * The mesh thread owns every change: it takes the device write lock to
+ * change the table. Workers only read the table and hand misses, held
+ * packets and received messages to the thread (wg_mesh_* below). */
+#ifndef WEFT_WG_MESH_H
+#define WEFT_WG_MESH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "router/hop.h"
+#include "wg/packet.h"
+#include "tun/port.h"
+
+struct wg_device;
+struct wg_peer;
+struct wg_pkt;
+struct wg_tx;
+
+enum wg_mesh_mode {
+	WG_MESH_OFF = 0,
+	WG_MESH_UNICAST = 1,
+	WG_MESH_MULTICAST = 2,
+};
+
+enum { WG_MESH_MAX_PREFIXES = 8 };
+
+struct wg_mesh_config {
+	enum wg_mesh_mode mode;
+	struct port_addr prefixes[WG_MESH_MAX_PREFIXES]; /* the VM address space */
+	size_t n_prefixes;
+};
+
+/* X(name): every mesh counter. */
+#define WG_MESH_COUNTERS(X)                                                               \
+	X(solicit_sent) X(solicit_received) X(advert_sent) X(advert_received)          \
+	X(announce_sent) X(announce_received) X(not_here_sent) X(not_here_received)    \
+	X(moved_sent) X(moved_received) X(malformed)                \
+	X(lookups) /* misses that started a discovery */                                  \
+	X(resolved) X(negative) /* answers that said nobody, or timeouts */               \
+	X(discoveries) X(discovery_ns) /* lookups answered, and their total time */      \
+	X(queued) X(flushed) X(queue_dropped) /* pending packets */                       \
+	X(forwarded) /* packets for an address that moved away, sent on */                \
+	X(held) X(verified) X(spoofed) /* sources checked with a re-resolve */            \
+	X(rate_limited)
+
+struct wg_mesh_stats {
+#define WG_MESH_FIELD(name) uint64_t name;
+	WG_MESH_COUNTERS(WG_MESH_FIELD)
+#undef WG_MESH_FIELD
+	uint64_t locations;  /* learned locations in the table */
+	uint64_t pending;    /* destinations being resolved */
+};
+
+/* What this host knows about one mesh address: the record of the mesh
+ * thread, and, while it says where the address is (or that it is nowhere),
+ * the forwarding-table value workers find. Workers read only hop, peer,
+ * prev and prev_until, under the device lock; everything is written with
+ * the device write lock and the mesh lock held. */
+struct mesh_loc {
+	struct rt_hop hop;          /* RT_HOP_REMOTE; first */
+	struct wg_peer *peer;       /* the holder; NULL: nobody (negative) */
+	struct wg_peer *prev;       /* the holder before a move, still accepted
+				     * as a source until prev_until */
+	uint64_t prev_until;        /* wg_clock_now() ns */
+	/* The mesh thread's, under the mesh lock. */
+	uint64_t seq;               /* the holder's registration stamp */
+	uint64_t local_seq;         /* registered on a local port at; 0: not local */
+	uint64_t deadline;          /* pending: next solicit; negative: forget */
+	uint64_t asked_at;          /* pending: when the lookup started */
+	struct mesh_loc *hash_next;
+	struct mesh_loc *timed_next; /* on the list of pending and negative records */
+	struct wg_pkt_queue out;    /* packets to it, waiting for an answer */
+	struct wg_pkt_queue in;     /* packets from it, waiting for a source check */
+	uint8_t state;              /* enum in wg/mesh.c */
+	uint8_t tries;
+	bool in_table;
+	bool timed;
+	int family;
+	uint8_t cidr;
+	uint8_t addr[16];
+};
+
+static inline struct mesh_loc *mesh_loc_from_hop(struct rt_hop *hop)
+{
+	return (struct mesh_loc *)hop;
+}
+
+struct wg_mesh;
+
+int wg_mesh_new(struct wg_device *dev, struct wg_mesh **out);
+int wg_mesh_start(struct wg_mesh *mesh);
+void wg_mesh_stop(struct wg_mesh *mesh);
+/* With the device write lock held. */
+void wg_mesh_free(struct wg_mesh *mesh);
+
+/* Control plane (any thread, no device lock held). 0 or -errno. */
+int wg_mesh_set(struct wg_device *dev, const struct wg_mesh_config *cfg);
+void wg_mesh_get(struct wg_device *dev, struct wg_mesh_config *cfg, struct wg_mesh_stats *st);
+
+/* Registers addrs[0, n) to the local port named port (as `address` of its
+ * configuration: the port's anti-spoofing set and the forwarding table) and
+ * announces those inside a mesh prefix. Idempotent for addresses the port
+ * already has. 0, -ENOENT (no such port), -EEXIST (an address belongs to
+ * another port), -ENOSPC (PORT_MAX_ADDRS), -EINVAL. */
+int wg_mesh_vm_add(struct wg_device *dev, const char *port, const struct port_addr *addrs,
+		   size_t n);
+/* Unregisters addrs from whichever port holds them; the host forwards what
+ * still reaches it to where the address went, when it knows. 0 or -ENOENT
+ * (an address is registered nowhere; nothing changed). */
+int wg_mesh_vm_del(struct wg_device *dev, const struct port_addr *addrs, size_t n);
+
+/* Learned locations, for listing: a malloc'd array of at most max, in no
+ * particular order; holder all zero when negative. */
+struct wg_mesh_route {
+	int family;
+	uint8_t cidr;
+	uint8_t addr[16];
+	uint8_t holder[32];
+	bool negative;
+	uint64_t seq;
+};
+int wg_mesh_routes(struct wg_device *dev, struct wg_mesh_route **out, size_t *n, size_t max);
+
+/* The data path's side (workers, device lock held shared). */
+
+/* Whether the mesh is on (lock-free). */
+bool wg_mesh_enabled(const struct wg_device *dev);
+/* Packets to dst (family, a mesh address with no location yet), each a
+ * whole inner packet at its payload: copied into the destination's queue
+ * (bounded; drops counted), and the address solicited. The caller keeps
+ * its packets. */
+void wg_mesh_miss(struct wg_device *dev, struct wg_pkt *const *pkts, unsigned int n, int family,
+		  const uint8_t *dst);
+
+enum wg_mesh_verdict { WG_MESH_ACCEPT, WG_MESH_HOLD, WG_MESH_DROP };
+/* The receive check of an inner source that is not one of peer's allowed
+ * IPs: hop is what the table says of the source. ACCEPT: peer holds it (or
+ * held it until a move moments ago); HOLD: it may have moved to peer: give
+ * the packet to wg_mesh_hold, which delivers it once a re-resolve confirms
+ * peer; DROP: not a mesh address. */
+enum wg_mesh_verdict wg_mesh_check_source(struct wg_device *dev, struct wg_peer *peer,
+					  struct rt_hop *hop);
+void wg_mesh_hold(struct wg_device *dev, struct wg_peer *peer, int family, const uint8_t *src,
+		  const uint8_t *ip, uint32_t len);
+/* A packet from peer through the tunnel to a mesh address this host does
+ * not hold (hop: its table entry, RT_HOP_REMOTE or RT_HOP_MESH): sent on to
+ * where the address went, or queued while that is found out, and peer is
+ * told NOT_HERE. The caller keeps ip. */
+void wg_mesh_transit(struct wg_device *dev, struct wg_peer *peer, struct rt_hop *hop,
+		     uint8_t *ip, uint32_t len, struct wg_tx *tx);
+/* A mesh message ip[0, len) (mesh_msg_is_mesh) opened from peer. */
+void wg_mesh_received(struct wg_device *dev, struct wg_peer *peer, const uint8_t *ip,
+		      uint32_t len);
+/* Worker 0, every turn: packets the mesh thread has released. out: to be
+ * routed (their destination now has a location); in: checked, to be
+ * delivered here. Heap packets with the IP packet at WG_PKT_FRONT. */
+bool wg_mesh_has_released(const struct wg_device *dev);
+void wg_mesh_take_released(struct wg_device *dev, struct wg_pkt_queue *out,
+			   struct wg_pkt_queue *in);
+
+/* Device hooks. Write lock held: a peer is going away. */
+void wg_mesh_peer_removed(struct wg_device *dev, struct wg_peer *peer);
+/* No lock held: a port with these addresses was added or removed. */
+void wg_mesh_local_added(struct wg_device *dev, const struct port_addr *addrs, size_t n);
+void wg_mesh_local_removed(struct wg_device *dev, const struct port_addr *addrs, size_t n);
+
+#endif

@@ -1,0 +1,98 @@
+/* What wg/mesh.c (the mesh thread and its control plane) and
+ * wg/mesh_path.c (the workers' entry points) share. Private to those two. */
+#ifndef WEFT_WG_MESH_INTERNAL_H
+#define WEFT_WG_MESH_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ndp/mesh_msg.h"
+#include "wg/mesh.h"
+#include "wg/noise.h"
+
+enum loc_state {
+	LOC_NONE,      /* local, or forgotten: not in the table */
+	LOC_PENDING,   /* being solicited */
+	LOC_RESOLVED,  /* peer holds it */
+	LOC_NEGATIVE,  /* nobody holds it, for a while */
+	LOC_VERIFY,    /* resolved, and solicited again to check a source */
+};
+
+enum {
+	QUEUE_PER_DEST = 64,        /* packets waiting per destination */
+	QUEUE_TOTAL = 4096,         /* and in all */
+	RETRY_MS = 50,              /* between solicitations of one address */
+	MAX_TRIES = 3,              /* then it is nowhere */
+	NEGATIVE_MS = 1000,         /* how long "nowhere" is believed */
+	GRACE_MS = 5000,            /* a moved address's old holder stays accepted */
+	INBOX_MAX = 1024,           /* received entries waiting for the thread */
+	OUTBOX_MAX = 1024,          /* messages waiting to be sent */
+	SOLICIT_PER_SEC = 2000,
+	SOLICIT_BURST = 200,
+	NOT_HERE_PER_SEC = 500,
+	NOT_HERE_BURST = 50,
+	BUCKETS_MIN = 256,
+};
+
+/* One received entry, or one to send. */
+struct mesh_note {
+	uint8_t peer[WG_KEY_LEN]; /* from, or to */
+	bool all;                 /* to every member */
+	enum mesh_type type;
+	struct mesh_item item;
+};
+
+/* A token bucket: tokens in nanoseconds of credit. */
+struct rate {
+	uint64_t credit, last;
+	uint64_t cost, burst;
+};
+
+struct wg_mesh {
+	struct wg_device *dev;
+	_Atomic int mode;
+	struct rt_hop prefix_hop;           /* RT_HOP_MESH: the table's value of the prefixes */
+
+	pthread_mutex_t lock;               /* everything below */
+	pthread_cond_t cond;
+	pthread_t thread;
+	bool started, stop;
+	struct wg_mesh_config cfg;
+	struct mesh_loc **buckets;
+	size_t n_buckets, n_locs, n_located;
+	struct mesh_loc *timed;             /* pending and negative records */
+	size_t queued;                      /* packets in every queue */
+	struct mesh_note *inbox, *outbox;
+	size_t n_inbox, n_outbox;
+	bool solicit_due;
+	struct wg_pkt_queue rel_out, rel_in; /* released to worker 0 */
+	_Atomic unsigned int n_released;
+	uint64_t last_seq;
+	struct rate solicit_rate, not_here_rate;
+#define MESH_COUNTER_FIELD(name) _Atomic uint64_t name;
+	struct {
+		WG_MESH_COUNTERS(MESH_COUNTER_FIELD)
+	} c;
+#undef MESH_COUNTER_FIELD
+};
+
+#define mesh_count(m, name, n) atomic_fetch_add_explicit(&(m)->c.name, (n), memory_order_relaxed)
+
+bool mesh_rate_take(struct rate *r, uint64_t now);
+size_t mesh_addr_len(int family);
+/* Mesh lock held: the record of an address, made when missing (NULL: no
+ * memory). */
+struct mesh_loc *mesh_loc_get(struct wg_mesh *m, int family, const uint8_t *addr, uint8_t cidr);
+/* Mesh lock held: puts a record on the list of those with a deadline. */
+void mesh_timed_add(struct wg_mesh *m, struct mesh_loc *l);
+/* Mesh lock held: a message to send (to one peer, or all when to is NULL
+ * and all is set) once the locks are dropped. */
+void mesh_note_add(struct wg_mesh *m, const uint8_t *to, bool all, enum mesh_type type,
+		   const struct mesh_item *item);
+void mesh_item_holder(struct mesh_item *it, const uint8_t *key, uint64_t seq);
+/* Mesh lock held: wakes the mesh thread. */
+void mesh_wake(struct wg_mesh *m);
+
+#endif

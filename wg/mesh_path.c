@@ -1,0 +1,213 @@
+/* The mesh's entry points on the data path (wg/mesh.h): the workers hand
+ * misses, sources to check, packets for addresses that moved away and
+ * received messages to the mesh thread, holding the device lock shared and
+ * taking only the mesh lock. */
+#include "wg/mesh.h"
+
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "ndp/mesh_msg.h"
+#include "router/frame.h"
+#include "wg/clock.h"
+#include "wg/device.h"
+#include "wg/mesh_internal.h"
+#include "wg/peer.h"
+#include "wg/send.h"
+
+bool wg_mesh_enabled(const struct wg_device *dev)
+{
+	return dev->mesh && atomic_load_explicit(&dev->mesh->mode, memory_order_relaxed) != WG_MESH_OFF;
+}
+
+/* A heap copy of an inner packet, at WG_PKT_FRONT so that it can go to a
+ * port (Ethernet and virtio-net headers in front) or be sealed. */
+static struct wg_pkt *copy_packet(const uint8_t *ip, uint32_t len)
+{
+	struct wg_pkt *p = wg_pkt_alloc(len + WG_PKT_FRONT - WG_PKT_HEADROOM);
+
+	if (!p)
+		return NULL;
+	p->off = WG_PKT_FRONT;
+	p->len = len;
+	p->egress = NULL;
+	memcpy(wg_pkt_payload(p), ip, len);
+	return p;
+}
+
+/* Mesh lock held: queues a copy of ip on q (a record's), tagged. */
+static void enqueue(struct wg_mesh *m, struct wg_pkt_queue *q, const uint8_t *ip, uint32_t len,
+		    void *tag)
+{
+	struct wg_pkt *p;
+
+	if (q->len >= QUEUE_PER_DEST || m->queued >= QUEUE_TOTAL || !(p = copy_packet(ip, len))) {
+		mesh_count(m, queue_dropped, 1);
+		return;
+	}
+	p->egress = tag;
+	wg_pkt_queue_push(q, p);
+	m->queued++;
+	mesh_count(m, queued, 1);
+}
+
+/* Mesh lock held: the record of a destination, being solicited. */
+static struct mesh_loc *pending(struct wg_mesh *m, int family, const uint8_t *addr)
+{
+	struct mesh_loc *l = mesh_loc_get(m, family, addr, family == AF_INET ? 32 : 128);
+
+	/* A resolved record is asked again when a source must be checked:
+	 * the table keeps the old answer meanwhile. A negative one is asked
+	 * again when a peer sends from its address. */
+	if (l && l->state != LOC_PENDING && l->state != LOC_VERIFY) {
+		l->state = l->state == LOC_RESOLVED ? LOC_VERIFY : LOC_PENDING;
+		l->asked_at = wg_clock_now();
+		l->tries = 0;
+		l->deadline = 0;
+		mesh_timed_add(m, l);
+		m->solicit_due = true;
+		mesh_count(m, lookups, 1);
+	}
+	return l;
+}
+
+void wg_mesh_miss(struct wg_device *dev, struct wg_pkt *const *pkts, unsigned int n, int family,
+		  const uint8_t *dst)
+{
+	struct wg_mesh *m = dev->mesh;
+	struct mesh_loc *l;
+
+	pthread_mutex_lock(&m->lock);
+	l = pending(m, family, dst);
+	for (unsigned int i = 0; i < n; i++) {
+		if (l)
+			enqueue(m, &l->out, wg_pkt_payload(pkts[i]), pkts[i]->len, NULL);
+		else
+			mesh_count(m, queue_dropped, 1);
+	}
+	mesh_wake(m);
+	pthread_mutex_unlock(&m->lock);
+}
+
+enum wg_mesh_verdict wg_mesh_check_source(struct wg_device *dev, struct wg_peer *peer,
+					  struct rt_hop *hop)
+{
+	struct mesh_loc *l;
+
+	if (!hop || !wg_mesh_enabled(dev))
+		return WG_MESH_DROP;
+	if (hop->kind == RT_HOP_MESH)
+		return WG_MESH_HOLD;
+	if (hop->kind != RT_HOP_REMOTE)
+		return WG_MESH_DROP;
+	l = mesh_loc_from_hop(hop);
+	if (l->peer == peer || (l->prev == peer && wg_clock_now() < l->prev_until))
+		return WG_MESH_ACCEPT;
+	return WG_MESH_HOLD;
+}
+
+void wg_mesh_hold(struct wg_device *dev, struct wg_peer *peer, int family, const uint8_t *src,
+		  const uint8_t *ip, uint32_t len)
+{
+	struct wg_mesh *m = dev->mesh;
+	struct mesh_loc *l;
+
+	pthread_mutex_lock(&m->lock);
+	l = pending(m, family, src);
+	if (l) {
+		enqueue(m, &l->in, ip, len, peer);
+		mesh_count(m, held, 1);
+	} else {
+		mesh_count(m, spoofed, 1);
+	}
+	mesh_wake(m);
+	pthread_mutex_unlock(&m->lock);
+}
+
+void wg_mesh_transit(struct wg_device *dev, struct wg_peer *peer, struct rt_hop *hop,
+		     uint8_t *ip, uint32_t len, struct wg_tx *tx)
+{
+	struct wg_mesh *m = dev->mesh;
+	struct mesh_loc *l = hop->kind == RT_HOP_REMOTE ? mesh_loc_from_hop(hop) : NULL;
+	const uint8_t *dst;
+	int family = frame_ip_destination(ip, len, &dst);
+	struct mesh_item it = { .family = family, .cidr = family == AF_INET ? 32 : 128 };
+	struct wg_pkt *p;
+
+	memcpy(it.addr, dst, mesh_addr_len(family));
+	if (l && l->peer && l->peer != peer && frame_ip_forward(ip, len) &&
+	    (p = wg_pkt_alloc(MESH_FWD_HLEN + len))) {
+		/* Wrapped, so that the new holder knows we checked the source. */
+		p->len = MESH_FWD_HLEN + len;
+		mesh_fwd_wrap(wg_pkt_payload(p), ip, len);
+		memcpy(wg_pkt_payload(p) + MESH_FWD_HLEN, ip, len);
+		wg_send_to_peer(dev, l->peer, &p, 1, tx);
+		mesh_count(m, forwarded, 1);
+		mesh_item_holder(&it, l->peer->public_key, l->seq);
+	} else if (!l) {
+		pthread_mutex_lock(&m->lock);
+		l = pending(m, family, dst);
+		if (l && frame_ip_forward(ip, len))
+			enqueue(m, &l->out, ip, len, NULL);
+		pthread_mutex_unlock(&m->lock);
+	} else {
+		wg_stat_inc(&dev->stats, drop_no_route);
+	}
+	pthread_mutex_lock(&m->lock);
+	if (mesh_rate_take(&m->not_here_rate, wg_clock_now())) {
+		mesh_note_add(m, peer->public_key, false, MESH_NOT_HERE, &it);
+		mesh_count(m, not_here_sent, 1);
+	} else {
+		mesh_count(m, rate_limited, 1);
+	}
+	mesh_wake(m);
+	pthread_mutex_unlock(&m->lock);
+}
+
+void wg_mesh_received(struct wg_device *dev, struct wg_peer *peer, const uint8_t *ip, uint32_t len)
+{
+	struct wg_mesh *m = dev->mesh;
+	struct mesh_msg msg;
+
+	if (mesh_msg_parse(ip, len, &msg) != MESH_OK) {
+		mesh_count(m, malformed, 1);
+		return;
+	}
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < msg.count; i++) {
+		struct mesh_note *n;
+
+		if (m->n_inbox == INBOX_MAX) {
+			mesh_count(m, rate_limited, msg.count - i);
+			break;
+		}
+		n = &m->inbox[m->n_inbox++];
+		memcpy(n->peer, peer->public_key, WG_KEY_LEN);
+		n->all = false;
+		n->type = msg.type;
+		n->item = msg.items[i];
+	}
+	mesh_wake(m);
+	pthread_mutex_unlock(&m->lock);
+}
+
+bool wg_mesh_has_released(const struct wg_device *dev)
+{
+	return dev->mesh && atomic_load_explicit(&dev->mesh->n_released, memory_order_relaxed);
+}
+
+void wg_mesh_take_released(struct wg_device *dev, struct wg_pkt_queue *out, struct wg_pkt_queue *in)
+{
+	struct wg_mesh *m = dev->mesh;
+
+	pthread_mutex_lock(&m->lock);
+	*out = m->rel_out;
+	*in = m->rel_in;
+	m->rel_out = (struct wg_pkt_queue){ 0 };
+	m->rel_in = (struct wg_pkt_queue){ 0 };
+	atomic_store(&m->n_released, 0);
+	pthread_mutex_unlock(&m->lock);
+}
+
