@@ -11,6 +11,7 @@
  *     parses to the same struct, field by field.
  * Input: the IPv6 packet as is. */
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -104,6 +105,29 @@ static void same_msg(const struct mesh_msg *a, const struct mesh_msg *b)
 	}
 }
 
+/* A forwarded packet's wrapping (mesh_fwd_unwrap, the receive path): what
+ * it accepts is exactly what a naive reading of docs/mesh.md accepts, and
+ * wrapping the inner packet again gives the same header back (but for the
+ * traffic class and flow label, which are ignored). */
+static void check_fwd(const uint8_t *in, size_t size)
+{
+	static const uint8_t ll[16] = MESH_LL_ADDR;
+	size_t inner = mesh_fwd_unwrap(in, size);
+	size_t plen = size >= 6 ? (size_t)get16(in + 4) : 0;
+	bool want = size > MESH_FWD_HLEN && in[0] >> 4 == 6 && in[7] == 255 &&
+		    !memcmp(in + 8, ll, 16) && !memcmp(in + 24, ll, 16) && plen &&
+		    plen <= size - MESH_FWD_HLEN &&
+		    ((in[6] == 4 && in[40] >> 4 == 4) || (in[6] == 41 && in[40] >> 4 == 6));
+	uint8_t hdr[MESH_FWD_HLEN];
+
+	CHECK((inner != 0) == want);
+	if (!inner)
+		return;
+	CHECK(inner == plen);
+	CHECK(mesh_fwd_wrap(hdr, in + MESH_FWD_HLEN, inner));
+	CHECK(hdr[0] == 0x60 && !memcmp(hdr + 4, in + 4, MESH_FWD_HLEN - 4));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct mesh_msg m, m2;
@@ -141,6 +165,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	same_msg(&m, &m2);
 	free(out);
 out:
+	check_fwd(in, size);
 	free(in);
 	return 0;
 }

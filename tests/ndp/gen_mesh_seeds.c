@@ -58,6 +58,25 @@ static void seed(const char *name, enum mesh_type type, const struct mesh_item *
 	CHECK(fclose(f) == 0);
 }
 
+/* A forwarded packet: a minimal IPv4 or IPv6 packet in its wrapping. */
+static void seed_fwd(const char *name, int version)
+{
+	uint8_t out[MESH_FWD_HLEN + 40] = { 0 }, *ip = out + MESH_FWD_HLEN;
+	size_t len = version == 4 ? 20 : 40;
+	char path[4096];
+	FILE *f;
+
+	ip[0] = version == 4 ? 0x45 : 0x60;
+	if (version == 4)
+		ip[3] = 20;
+	CHECK(mesh_fwd_wrap(out, ip, len) && mesh_fwd_unwrap(out, MESH_FWD_HLEN + len) == len);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	CHECK(f);
+	CHECK(fwrite(out, 1, MESH_FWD_HLEN + len, f) == MESH_FWD_HLEN + len);
+	CHECK(fclose(f) == 0);
+}
+
 int main(int argc, char **argv)
 {
 	const uint64_t t = 1700000000123456789ull;
@@ -89,5 +108,7 @@ int main(int argc, char **argv)
 		many[i] = item(i & 1 ? "fd00:2::" : "10.2.0.0", (uint8_t)(i & 1 ? 48 + i : 16 + i),
 			       t + (uint64_t)i, (uint8_t)(i & 2 ? 0x60 + i : 0));
 	seed("advert_full", MESH_ADVERT, many, MESH_MAX_ENTRIES, 0);
+	seed_fwd("forwarded_v4", 4);
+	seed_fwd("forwarded_v6", 6);
 	return 0;
 }

@@ -388,8 +388,44 @@ static void test_names(void)
 	CHECK(!strcmp(mesh_type_name((enum mesh_type)-1), "unknown"));
 }
 
+/* A forwarded packet's wrapping: round trip, and each refusal. */
+static void test_fwd(void)
+{
+	static const uint8_t ll[16] = MESH_LL_ADDR;
+	uint8_t pkt[MESH_FWD_HLEN + 28] = { 0 }, bad[sizeof(pkt)];
+	uint8_t *ip = pkt + MESH_FWD_HLEN;
+
+	ip[0] = 0x45; /* a 28-byte IPv4 packet */
+	ip[3] = 28;
+	CHECK(mesh_fwd_wrap(pkt, ip, 28));
+	CHECK(pkt[0] == 0x60 && pkt[4] == 0 && pkt[5] == 28 && pkt[6] == 4 && pkt[7] == 255);
+	CHECK(!memcmp(pkt + 8, ll, 16) && !memcmp(pkt + 24, ll, 16));
+	CHECK(mesh_fwd_unwrap(pkt, sizeof(pkt)) == 28);
+	CHECK(mesh_fwd_unwrap(pkt, sizeof(pkt) - 1) == 0);     /* shorter than its length */
+	memcpy(bad, pkt, sizeof(pkt));
+	bad[6] = 41;                                          /* IPv6 header, IPv4 inside */
+	CHECK(mesh_fwd_unwrap(bad, sizeof(bad)) == 0);
+	memcpy(bad, pkt, sizeof(pkt));
+	bad[7] = 64;                                          /* hop limit */
+	CHECK(mesh_fwd_unwrap(bad, sizeof(bad)) == 0);
+	memcpy(bad, pkt, sizeof(pkt));
+	bad[23] ^= 1;                                         /* source */
+	CHECK(mesh_fwd_unwrap(bad, sizeof(bad)) == 0);
+	memcpy(bad, pkt, sizeof(pkt));
+	bad[39] ^= 1;                                         /* destination */
+	CHECK(mesh_fwd_unwrap(bad, sizeof(bad)) == 0);
+	memcpy(bad, pkt, sizeof(pkt));
+	bad[5] = 0;                                           /* empty */
+	CHECK(mesh_fwd_unwrap(bad, sizeof(bad)) == 0);
+	CHECK(!mesh_fwd_wrap(bad, (const uint8_t *)"\x10", 1)); /* no IP packet */
+	ip[0] = 0x60;
+	CHECK(mesh_fwd_wrap(pkt, ip, 28) && pkt[6] == 41);
+	CHECK(mesh_fwd_unwrap(pkt, sizeof(pkt)) == 28);
+}
+
 int main(void)
 {
+	test_fwd();
 	test_round_trips();
 	test_refusals();
 	test_trailing();
