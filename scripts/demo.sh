@@ -2,9 +2,9 @@
 # A live demo of weft on one machine (Debian 12, as root): installs what is
 # needed, builds, then runs two "hosts" in network namespaces with weftd,
 # each serving VMs (namespaces behind tap ports, added with `weft port
-# add`), pings and runs iperf3 (3 s) host to host and VM to VM through the
-# tunnel and between two VMs of one host, shows `wg show` and `weft port
-# list`, and cleans up.
+# add`, found across hosts by the mesh), pings and runs iperf3 (3 s) host
+# to host and VM to VM through the tunnel and between two VMs of one host,
+# shows `wg show`, `weft port list` and `weft mesh show`, and cleans up.
 #
 #   scripts/demo.sh                 # weftd on both hosts
 #   scripts/demo.sh wireguard-go    # the same demo with wireguard-go (reference)
@@ -55,12 +55,13 @@ vm() {
 	printf -v "VM$1" '%s' "$ns"
 }
 
-# VMs behind the hosts, each host routing the other's VM subnet into the
-# tunnel (static allowed IPs; mesh discovery is a later step).
+# VMs behind the hosts. The hosts' allowed IPs stay their tunnel addresses:
+# where a VM lives is learned over the mesh (docs/mesh.md), each VM's
+# address announced when its port registers it.
 demo_vms() {
 	need_weft
-	nswg "$NS_A" set "$IF_A" peer "$PUB_b" allowed-ips "$IN4_B/32,$IN6_B/128,10.242.2.0/24"
-	nswg "$NS_B" set "$IF_B" peer "$PUB_a" allowed-ips "$IN4_A/32,$IN6_A/128,10.242.1.0/24"
+	weft -i "$IF_A" mesh set mode unicast prefix 10.242.0.0/16 || fail "weft mesh set: $ERR"
+	weft -i "$IF_B" mesh set mode unicast prefix 10.242.0.0/16 || fail "weft mesh set: $ERR"
 	vm 1 "$NS_A" "$IF_A" 10.242.1.11 52:54:00:42:01:11
 	vm 2 "$NS_A" "$IF_A" 10.242.1.12 52:54:00:42:01:12
 	vm 3 "$NS_B" "$IF_B" 10.242.2.13 52:54:00:42:02:13
@@ -76,6 +77,9 @@ demo_vms() {
 	echo
 	echo "== weft port list on host a"
 	weft -i "$IF_A" port list && echo "$OUT"
+	echo
+	echo "== weft mesh show on host b (where host a's VMs are, learned)"
+	weft -i "$IF_B" mesh show && echo "$OUT"
 }
 
 echo
