@@ -28,6 +28,7 @@
 #include "crypto/aead.h"
 #include "daemon/caps.h"
 #include "daemon/control.h"
+#include "daemon/memtrim.h"
 #include "daemon/mesh_file.h"
 #include "daemon/metrics.h"
 #include "daemon/metrics_http.h"
@@ -513,6 +514,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	log_info("Device started");
+	log_debug("start-up code trimmed: %zu KiB of mappings", memtrim_code() / 1024);
 	tell_parent(ready_fd, 0);
 	ready_fd = -1;
 	notify_status(dev, "READY=1\n", NULL);
