@@ -499,7 +499,8 @@ static void regroup(const uint8_t *frame, const struct tun_offload_info *info,
 		struct tun_offload_info ri;
 
 		CHECK(k < n && o->cookie == bufs[k] && o->data == bufs[k] + HEADROOM - TUN_VNET_HDR_LEN);
-		CHECK(o->segs >= 1 && k + o->segs <= n && o->len <= TUN_VNET_HDR_LEN + 65535u);
+		/* An IPv6 packet may be 40 + 65535 bytes long. */
+		CHECK(o->segs >= 1 && k + o->segs <= n && o->len <= TUN_VNET_HDR_LEN + 40 + 65535u);
 		if (o->segs == 1) {
 			static const uint8_t zero[TUN_VNET_HDR_LEN];
 
