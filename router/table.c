@@ -18,6 +18,14 @@
  * nodes rather than copy their values so that replacing the value of ::/0
  * is O(1) instead of 2^S writes.
  *
+ * Host routes (/32, /128: VM addresses, peers' own addresses) are not in
+ * the tries but in an exact-match hash of their own (open addressing,
+ * linear probing, at most half full), probed first: a full-length match is
+ * the longest there can be. A million VM addresses inside one mesh /64
+ * share every slot bit, so in a trie they all hang under one slot ~20
+ * levels deep (~6 M/s batched); the hash answers with one probe, and the
+ * tries stay small for the lookups that miss it.
+ *
  * Keys are host-order 64-bit words (an IPv4 address sits in the top half of
  * word 0), masked to the prefix length, so prefix tests compare whole words.
  * Nodes come from a per-table pool: fixed size, no per-node malloc header,
@@ -70,10 +78,23 @@ struct rt_slot {
 	const struct rt_node *short_node; /* longest shorter prefix over the slot */
 };
 
+/* A host route in the exact-match hash; value NULL: an empty slot. */
+struct rt_host {
+	uint64_t key[2];
+	void *value;
+};
+
+struct rt_hosts {
+	struct rt_host *slots;
+	size_t mask;              /* slots - 1 (a power of two minus one); 0: none */
+	size_t count;
+};
+
 struct rt_family {
 	struct rt_slot *slots;    /* NULL until the first insert */
 	struct rt_node *short_root;
-	size_t count;
+	struct rt_hosts hosts;    /* prefixes of `bits` bits */
+	size_t count;             /* prefixes in the tries */
 	size_t grow_at;           /* count above which to try more slots */
 	int af;
 	uint8_t bits;
@@ -205,6 +226,111 @@ static inline unsigned int n_slots(const struct rt_family *f)
 	return 1u << f->slot_bits;
 }
 
+enum { HOSTS_MIN = 64 };
+
+static inline size_t host_hash(const struct rt_hosts *h, uint64_t k0, uint64_t k1)
+{
+	uint64_t x = (k0 ^ (k1 * 0x9e3779b97f4a7c15ull)) * 0xbf58476d1ce4e5b9ull;
+
+	return (size_t)(x ^ x >> 31) & h->mask;
+}
+
+static inline void *host_find(const struct rt_hosts *h, uint64_t k0, uint64_t k1)
+{
+	for (size_t i = host_hash(h, k0, k1);; i = (i + 1) & h->mask) {
+		const struct rt_host *e = &h->slots[i];
+
+		if (!e->value)
+			return NULL;
+		if (e->key[0] == k0 && e->key[1] == k1)
+			return e->value;
+	}
+}
+
+static void host_place(struct rt_hosts *h, const uint64_t k[2], void *value)
+{
+	size_t i = host_hash(h, k[0], k[1]);
+
+	while (h->slots[i].value)
+		i = (i + 1) & h->mask;
+	h->slots[i] = (struct rt_host){ { k[0], k[1] }, value };
+}
+
+/* Rebuilds h with cap slots, keeping the entries whose value is not drop. */
+static int hosts_rebuild(struct rt_hosts *h, size_t cap, const void *drop, size_t *dropped)
+{
+	struct rt_hosts n = { .mask = cap - 1 };
+
+	n.slots = calloc(cap, sizeof(*n.slots));
+	if (!n.slots)
+		return -ENOMEM;
+	for (size_t i = 0; h->slots && i <= h->mask; i++) {
+		const struct rt_host *e = &h->slots[i];
+
+		if (!e->value)
+			continue;
+		if (e->value == drop) {
+			(*dropped)++;
+			continue;
+		}
+		host_place(&n, e->key, e->value);
+		n.count++;
+	}
+	free(h->slots);
+	*h = n;
+	return 0;
+}
+
+static int host_insert(struct rt_hosts *h, const uint64_t k[2], void *value)
+{
+	size_t unused = 0;
+
+	if (h->slots) {
+		for (size_t i = host_hash(h, k[0], k[1]); h->slots[i].value; i = (i + 1) & h->mask) {
+			if (h->slots[i].key[0] == k[0] && h->slots[i].key[1] == k[1]) {
+				h->slots[i].value = value;
+				return 0;
+			}
+		}
+	}
+	if ((h->count + 1) * 2 > (h->slots ? h->mask + 1 : 0) &&
+	    hosts_rebuild(h, h->slots ? (h->mask + 1) * 2 : HOSTS_MIN, NULL, &unused))
+		return -ENOMEM;
+	host_place(h, k, value);
+	h->count++;
+	return 0;
+}
+
+/* Backward-shift deletion: the entries after the hole that hash at or
+ * before it move up, so probing never needs tombstones. */
+static int host_remove(struct rt_hosts *h, const uint64_t k[2], const void *value)
+{
+	size_t i, j;
+
+	if (!h->count)
+		return -ENOENT;
+	for (i = host_hash(h, k[0], k[1]);; i = (i + 1) & h->mask) {
+		if (!h->slots[i].value)
+			return -ENOENT;
+		if (h->slots[i].key[0] == k[0] && h->slots[i].key[1] == k[1])
+			break;
+	}
+	if (value && h->slots[i].value != value)
+		return -ENOENT;
+	for (j = (i + 1) & h->mask; h->slots[j].value; j = (j + 1) & h->mask) {
+		size_t home = host_hash(h, h->slots[j].key[0], h->slots[j].key[1]);
+
+		/* j's entry may fill the hole at i unless its home lies in (i, j]. */
+		if (((j - home) & h->mask) >= ((j - i) & h->mask)) {
+			h->slots[i] = h->slots[j];
+			i = j;
+		}
+	}
+	h->slots[i].value = NULL;
+	h->count--;
+	return 0;
+}
+
 /* The deepest node with a value whose prefix covers k, or best. bits is a
  * constant at each call so that the IPv4 walk never touches word 1. */
 static inline __attribute__((always_inline)) const struct rt_node *
@@ -243,6 +369,12 @@ void *rt_lookup(const struct rt_table *t, int family, const void *addr)
 			return NULL;
 		memcpy(&a, addr, 4);
 		k0 = (uint64_t)be32toh(a) << 32;
+		if (t->fam[0].hosts.count) {
+			void *v = host_find(&t->fam[0].hosts, k0, 0);
+
+			if (v)
+				return v;
+		}
 		s = &t->fam[0].slots[k0 >> (64 - t->fam[0].slot_bits)];
 		best = find(s->root, k0, 0, 32, s->short_node);
 	} else if (family == AF_INET6) {
@@ -253,6 +385,12 @@ void *rt_lookup(const struct rt_table *t, int family, const void *addr)
 		memcpy(k, addr, 16);
 		k[0] = be64toh(k[0]);
 		k[1] = be64toh(k[1]);
+		if (t->fam[1].hosts.count) {
+			void *v = host_find(&t->fam[1].hosts, k[0], k[1]);
+
+			if (v)
+				return v;
+		}
 		s = &t->fam[1].slots[k[0] >> (64 - t->fam[1].slot_bits)];
 		best = find(s->root, k[0], k[1], 128, s->short_node);
 	} else {
@@ -270,6 +408,7 @@ find_batch(const struct rt_family *f, unsigned int bits, const void *const *addr
 {
 	const struct rt_node *n[BATCH], *best[BATCH];
 	const struct rt_slot *s[BATCH];
+	void *hit[BATCH];
 	uint64_t k0[BATCH], k1[BATCH];
 	size_t i, active;
 
@@ -286,12 +425,18 @@ find_batch(const struct rt_family *f, unsigned int bits, const void *const *addr
 			k0[i] = be64toh(k0[i]);
 			k1[i] = be64toh(k1[i]);
 		}
+		if (f->hosts.count)
+			__builtin_prefetch(&f->hosts.slots[host_hash(&f->hosts, k0[i], k1[i])]);
 		s[i] = &f->slots[k0[i] >> (64 - f->slot_bits)];
 		__builtin_prefetch(s[i]);
 	}
 	for (i = 0; i < m; i++) {
-		n[i] = s[i]->root;
-		best[i] = s[i]->short_node;
+		void *v = f->hosts.count ? host_find(&f->hosts, k0[i], k1[i]) : NULL;
+
+		/* A host route answers at once: no walk. */
+		n[i] = v ? NULL : s[i]->root;
+		best[i] = v ? NULL : s[i]->short_node;
+		hit[i] = v;
 		if (n[i])
 			__builtin_prefetch(n[i]);
 	}
@@ -328,7 +473,7 @@ find_batch(const struct rt_family *f, unsigned int bits, const void *const *addr
 		}
 	} while (active);
 	for (i = 0; i < m; i++)
-		out[i] = best[i] ? best[i]->value : NULL;
+		out[i] = hit[i] ? hit[i] : best[i] ? best[i]->value : NULL;
 }
 
 void rt_lookup_batch(const struct rt_table *t, int family, const void *const *addrs,
@@ -496,6 +641,12 @@ static void family_clear(struct rt_table *t, struct rt_family *f)
 	f->count = 0;
 }
 
+static void hosts_free(struct rt_hosts *h)
+{
+	free(h->slots);
+	*h = (struct rt_hosts){ 0 };
+}
+
 static int copy_trie(struct rt_table *t, struct rt_family *to, const struct rt_node *n)
 {
 	for (; n; n = n->child[1]) {
@@ -513,7 +664,8 @@ static int copy_trie(struct rt_table *t, struct rt_family *to, const struct rt_n
  * of memory half way leaves f as it was (and still correct). */
 static int family_resize(struct rt_table *t, struct rt_family *f, uint8_t slot_bits)
 {
-	struct rt_family nf = { .af = f->af, .bits = f->bits, .slot_bits = slot_bits };
+	struct rt_family nf = { .af = f->af, .bits = f->bits, .slot_bits = slot_bits,
+				.hosts = f->hosts };
 	int ret = -ENOMEM;
 
 	nf.slots = calloc((size_t)1 << slot_bits, sizeof(*nf.slots));
@@ -529,6 +681,7 @@ static int family_resize(struct rt_table *t, struct rt_family *f, uint8_t slot_b
 	*f = nf;
 	return 0;
 out:
+	nf.hosts = (struct rt_hosts){ 0 }; /* still f's */
 	family_clear(t, &nf);
 	return ret;
 }
@@ -550,6 +703,8 @@ int rt_insert(struct rt_table *t, int family, const void *addr, uint8_t cidr, vo
 	}
 	load_key(f, addr, k);
 	mask_key(k, cidr);
+	if (cidr == f->bits)
+		return host_insert(&f->hosts, k, value);
 	ret = family_insert(t, f, k, cidr, value);
 	/* Growing is only for speed: if it fails the table stays correct,
 	 * and the next try waits for the table to double. */
@@ -570,6 +725,8 @@ int rt_remove(struct rt_table *t, int family, const void *addr, uint8_t cidr, co
 		return -ENOENT;
 	load_key(f, addr, k);
 	mask_key(k, cidr);
+	if (cidr == f->bits)
+		return host_remove(&f->hosts, k, value);
 	link = cidr < f->slot_bits ? &f->short_root : &f->slots[slot_of(f, k)].root;
 	while ((n = *link) && n->cidr < cidr && common_bits(n->key, k) >= n->cidr) {
 		if (n->value)
@@ -623,6 +780,30 @@ size_t rt_remove_value(struct rt_table *t, const void *value)
 
 		if (!f->slots)
 			continue;
+		if (f->hosts.count) {
+			size_t dropped = 0;
+
+			/* Rebuilt in place of deleting while iterating (entries
+			 * shift); on -ENOMEM the old one is dropped from in turn. */
+			if (hosts_rebuild(&f->hosts, f->hosts.mask + 1, value, &dropped)) {
+				bool again = true;
+
+				while (again) { /* shifts may wrap entries behind j */
+					again = false;
+					for (size_t j = 0; j <= f->hosts.mask; j++) {
+						uint64_t k[2] = { f->hosts.slots[j].key[0],
+								  f->hosts.slots[j].key[1] };
+
+						if (f->hosts.slots[j].value == value &&
+						    !host_remove(&f->hosts, k, value)) {
+							dropped++;
+							again = true;
+						}
+					}
+				}
+			}
+			total += dropped;
+		}
 		removed = prune(t, &f->short_root, value);
 		if (removed) {
 			/* Short nodes may be gone: point every slot afresh. */
@@ -646,18 +827,51 @@ struct walk {
 	rt_walk_fn fn;
 	void *ctx;
 	unsigned int next_slot; /* slots below this one have been walked */
+	const struct rt_host **hosts; /* the value's host routes, ascending */
+	size_t n_hosts, next_host;
 };
 
-/* Pre-order, child 0 first: ascending address, then ascending cidr. */
-static void walk_trie(const struct walk *w, const struct rt_node *n)
+static int host_cmp(const void *a, const void *b)
+{
+	const struct rt_host *x = *(const struct rt_host *const *)a;
+	const struct rt_host *y = *(const struct rt_host *const *)b;
+
+	if (x->key[0] != y->key[0])
+		return x->key[0] < y->key[0] ? -1 : 1;
+	return x->key[1] < y->key[1] ? -1 : x->key[1] > y->key[1];
+}
+
+/* Reports the host routes below key (all of them with key NULL): a host
+ * route comes after the shorter prefixes at its own address. */
+static void walk_hosts(struct walk *w, const uint64_t *key)
 {
 	uint8_t addr[16];
 
+	for (; w->next_host < w->n_hosts; w->next_host++) {
+		const struct rt_host *e = w->hosts[w->next_host];
+
+		if (key && (e->key[0] > key[0] || (e->key[0] == key[0] && e->key[1] >= key[1])))
+			return;
+		store_key(w->f, e->key, addr);
+		w->fn(w->ctx, w->f->af, addr, w->f->bits);
+	}
+}
+
+static void walk_emit(struct walk *w, const struct rt_node *n)
+{
+	uint8_t addr[16];
+
+	walk_hosts(w, n->key);
+	store_key(w->f, n->key, addr);
+	w->fn(w->ctx, w->f->af, addr, n->cidr);
+}
+
+/* Pre-order, child 0 first: ascending address, then ascending cidr. */
+static void walk_trie(struct walk *w, const struct rt_node *n)
+{
 	for (; n; n = n->child[1]) {
-		if (n->value == w->value) {
-			store_key(w->f, n->key, addr);
-			w->fn(w->ctx, w->f->af, addr, n->cidr);
-		}
+		if (n->value == w->value)
+			walk_emit(w, n);
 		walk_trie(w, n->child[0]);
 	}
 }
@@ -672,13 +886,10 @@ static void walk_slots(struct walk *w, unsigned int end)
  * below its own and before the longer prefixes inside its first slot. */
 static void walk_short(struct walk *w, const struct rt_node *n)
 {
-	uint8_t addr[16];
-
 	for (; n; n = n->child[1]) {
 		if (n->value == w->value) {
 			walk_slots(w, slot_of(w->f, n->key));
-			store_key(w->f, n->key, addr);
-			w->fn(w->ctx, w->f->af, addr, n->cidr);
+			walk_emit(w, n);
 		}
 		walk_short(w, n->child[0]);
 	}
@@ -690,17 +901,28 @@ void rt_walk_value(const struct rt_table *t, const void *value, rt_walk_fn fn, v
 		return;
 	for (int i = 0; i < 2; i++) {
 		struct walk w = { .f = &t->fam[i], .value = value, .fn = fn, .ctx = ctx };
+		const struct rt_hosts *h = &w.f->hosts;
 
-		if (!w.f->slots || !w.f->count)
+		if (!w.f->slots || (!w.f->count && !h->count))
 			continue;
+		if (h->count) {
+			w.hosts = malloc(h->count * sizeof(*w.hosts));
+			for (size_t j = 0; w.hosts && j <= h->mask; j++)
+				if (h->slots[j].value == value)
+					w.hosts[w.n_hosts++] = &h->slots[j];
+			if (w.n_hosts > 1)
+				qsort(w.hosts, w.n_hosts, sizeof(*w.hosts), host_cmp);
+		}
 		walk_short(&w, w.f->short_root);
 		walk_slots(&w, n_slots(w.f));
+		walk_hosts(&w, NULL);
+		free(w.hosts);
 	}
 }
 
 size_t rt_count(const struct rt_table *t)
 {
-	return t->fam[0].count + t->fam[1].count;
+	return t->fam[0].count + t->fam[1].count + t->fam[0].hosts.count + t->fam[1].hosts.count;
 }
 
 struct rt_table *rt_table_new(void)
@@ -728,5 +950,7 @@ void rt_table_free(struct rt_table *t)
 	}
 	free(t->fam[0].slots);
 	free(t->fam[1].slots);
+	hosts_free(&t->fam[0].hosts);
+	hosts_free(&t->fam[1].hosts);
 	free(t);
 }

@@ -283,13 +283,15 @@ static uint64_t next_seq(struct wg_mesh *m)
 	return m->last_seq;
 }
 
-/* Releases l's waiting packets: those to it for routing, those from
- * holder (its confirmed holder) for delivery. Others stay. */
+/* Releases l's waiting packets: those to it for routing, those from its
+ * confirmed holder (or from the holder before a move, still in flight) for
+ * delivery. Others stay. */
 static void release(struct wg_mesh *m, struct mesh_loc *l)
 {
 	struct wg_pkt_queue keep = { 0 };
 	struct wg_pkt *p;
 	unsigned int n = 0;
+	bool prev_ok = l->prev && wg_clock_now() < l->prev_until;
 
 	while ((p = wg_pkt_queue_pop(&l->out))) {
 		wg_pkt_queue_push(&m->rel_out, p);
@@ -298,7 +300,7 @@ static void release(struct wg_mesh *m, struct mesh_loc *l)
 		n++;
 	}
 	while ((p = wg_pkt_queue_pop(&l->in))) {
-		if (l->peer && p->egress == l->peer) {
+		if ((l->peer && p->egress == l->peer) || (prev_ok && p->egress == l->prev)) {
 			p->egress = NULL;
 			wg_pkt_queue_push(&m->rel_in, p);
 			m->queued--;
