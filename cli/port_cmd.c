@@ -11,7 +11,8 @@
 #include "tun/port_text.h"
 
 static const char port_usage_text[] =
-	"Usage: weft [-i IFNAME] port add NAME tap|vhost-user [PATH [server|client]] mac MAC\n"
+	"Usage: weft [-i IFNAME] port add NAME tap|vhost-user|attached [PATH [server|client]]\n"
+	"                 mac MAC\n"
 	"                 [address CIDR]... [prefix CIDR]... [gateway4 IP] [mtu N]\n"
 	"                 [router-mac MAC]\n"
 	"       weft [-i IFNAME] port del NAME\n"
@@ -20,7 +21,8 @@ static const char port_usage_text[] =
 	"\n"
 	"add   NAME is the tap's netdev name (1-15 of a-z A-Z 0-9 . - _). A vhost-user\n"
 	"      port needs the absolute PATH of its socket; weftd listens on it\n"
-	"      (server, the default) or connects to it (client).\n"
+	"      (server, the default) or connects to it (client). An attached port is\n"
+	"      an existing netdev weftd does not own (a VMM's tap, a host-side veth).\n"
 	"        mac MAC          the VM's MAC (required)\n"
 	"        address CIDR     an address of the VM (bare: /32 or /128) or a prefix\n"
 	"                         routed to it; repeatable, or comma-separated\n"

@@ -43,7 +43,7 @@ static const char usage_text[] =
 	"Usage: weft [-i IFNAME | --socket PATH] COMMAND [ARGS]\n"
 	"\n"
 	"Commands:\n"
-	"  port add NAME tap|vhost-user [PATH [server|client]] mac MAC\n"
+	"  port add NAME tap|vhost-user|attached [PATH [server|client]] mac MAC\n"
 	"           [address CIDR]... [prefix CIDR]... [gateway4 IP] [mtu N]\n"
 	"           [router-mac MAC]       add a VM port\n"
 	"  port del NAME                   remove a VM port\n"

@@ -9,7 +9,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static const int keep[] = { CAP_NET_ADMIN, CAP_NET_BIND_SERVICE };
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+
+/* NET_RAW and BPF: attached ports' NDP/ARP packet sockets and the bypass. */
+static const int keep[] = { CAP_NET_ADMIN, CAP_NET_BIND_SERVICE, CAP_NET_RAW, CAP_BPF };
 
 static int kept(int cap)
 {

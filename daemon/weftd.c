@@ -195,6 +195,7 @@ static void usage(FILE *f, const char *prog)
 		"  WEFT_CPUS=0,1,...                      pin worker i to the i-th CPU listed\n"
 		"  WEFT_TUN_OFFLOAD=0                     no virtio-net header, TSO or GRO on the TUN\n"
 		"  WEFT_TAP_OFFLOAD=0                     no TSO or checksum offload on tap ports\n"
+		"  WEFT_BPF=0                             no BPF bypass between attached ports\n"
 		"  WEFT_UDP_GSO=0, WEFT_UDP_GRO=0         no UDP segmentation / coalescing\n"
 		"  WEFT_TUN_TXQUEUELEN=N                  TUN queue length (default 16 with TSO)\n"
 		"  WEFT_SOCKET_BUFFER=BYTES               UDP socket buffers (default 1 MiB)\n"

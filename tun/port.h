@@ -1,5 +1,6 @@
 /* VM ports: the NICs weftd serves for virtual machines. A port is a tap
- * netdev weftd owns, or the backend side of a vhost-user socket. Each has
+ * netdev weftd owns, the backend side of a vhost-user socket, or an
+ * existing host-namespace netdev weftd attaches to (a VMM's tap, a veth). Each has
  * the router-side MAC, the VM's MAC, the VM's registered addresses (frames
  * from any other source are dropped), and an MTU.
  *
@@ -29,6 +30,7 @@ enum {
 enum port_type {
 	PORT_TAP = 1,
 	PORT_VHOST_USER = 2,
+	PORT_ATTACHED = 3, /* a netdev someone else owns; the host kernel routes */
 };
 
 /* A registered address: the VM's own address (/32, /128) or a prefix routed
@@ -123,6 +125,8 @@ struct port_info {
 #undef PORT_DROP_INFO
 	uint64_t ndp_replies;          /* NA/RA/ARP replies sent */
 	uint64_t ndp_drops;            /* malformed NDP/ARP, all reasons */
+	uint64_t bypass_packets;       /* attached: redirected by the BPF bypass */
+	uint64_t bypass_bytes;
 };
 
 /* Sets the defaults: server mode, MTU default, no addresses. */

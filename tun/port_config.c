@@ -219,9 +219,9 @@ int port_config_check(const struct port_config *cfg, const char **why)
 		*why = "name must be 1 to 15 letters, digits, '.', '-' or '_'";
 		return -EINVAL;
 	}
-	if (cfg->type == PORT_TAP) {
+	if (cfg->type == PORT_TAP || cfg->type == PORT_ATTACHED) {
 		if (cfg->path[0]) {
-			*why = "a tap port takes no path";
+			*why = "a tap or attached port takes no path";
 			return -EINVAL;
 		}
 		if (!cfg->server) {
@@ -234,7 +234,7 @@ int port_config_check(const struct port_config *cfg, const char **why)
 			return -EINVAL;
 		}
 	} else {
-		*why = "type must be tap or vhost-user";
+		*why = "type must be tap, vhost-user or attached";
 		return -EINVAL;
 	}
 	if (!mac_unicast(cfg->vm_mac)) {

@@ -201,6 +201,8 @@ const char *port_text_type_name(enum port_type type)
 		return "tap";
 	case PORT_VHOST_USER:
 		return "vhost-user";
+	case PORT_ATTACHED:
+		return "attached";
 	}
 	return NULL;
 }
@@ -222,8 +224,10 @@ static int set_type(struct port_config *c, const char *v, size_t n, const char *
 		c->type = PORT_TAP;
 	} else if (n == 10 && !memcmp(v, "vhost-user", 10)) {
 		c->type = PORT_VHOST_USER;
+	} else if (n == 8 && !memcmp(v, "attached", 8)) {
+		c->type = PORT_ATTACHED;
 	} else {
-		*why = "type must be tap or vhost-user";
+		*why = "type must be tap, vhost-user or attached";
 		return -EINVAL;
 	}
 	return 0;
@@ -389,6 +393,8 @@ const struct port_text_counter port_text_counters[] = {
 	PORT_DROP_REASONS(DROP_COUNTER)
 	COUNTER("ndp_replies", ndp_replies, false),
 	COUNTER("ndp_drops", ndp_drops, false),
+	COUNTER("bypass_packets", bypass_packets, false),
+	COUNTER("bypass_bytes", bypass_bytes, false),
 };
 #undef DROP_COUNTER
 #undef COUNTER
@@ -910,7 +916,7 @@ void port_text_normalize(struct port_config *cfg)
 		}
 	}
 	/* Only vhost-user has a mode; a tap is always "server". */
-	if (cfg->type == PORT_TAP)
+	if (cfg->type == PORT_TAP || cfg->type == PORT_ATTACHED)
 		cfg->server = true;
 }
 
@@ -951,7 +957,9 @@ bool port_text_same_config(const struct port_config *a, const struct port_config
 	 * inclusion one way make equal sets; both ways guards the unchecked. */
 	return !strncmp(x.name, y.name, PORT_NAME_MAX) && x.type == y.type &&
 	       !strncmp(x.path, y.path, PORT_PATH_MAX) && x.server == y.server &&
-	       !memcmp(x.vm_mac, y.vm_mac, 6) && !memcmp(x.router_mac, y.router_mac, 6) &&
+	       !memcmp(x.vm_mac, y.vm_mac, 6) &&
+	       /* An attached port's router MAC is its netdev's, whatever was asked. */
+	       (x.type == PORT_ATTACHED || !memcmp(x.router_mac, y.router_mac, 6)) &&
 	       x.has_gateway4 == y.has_gateway4 &&
 	       (!x.has_gateway4 || !memcmp(x.gateway4, y.gateway4, 4)) && x.mtu == y.mtu &&
 	       x.n_addrs == y.n_addrs && x.n_prefixes == y.n_prefixes && addrs_within(&x, &y) &&

@@ -36,6 +36,7 @@ struct wg_peer;
 struct wg_port;
 struct wg_mesh;
 struct wg_worker;
+struct wg_attached;
 
 enum { WG_PEER_BUCKETS = 1 << 12 };
 
@@ -64,6 +65,7 @@ struct wg_device {
 	struct wg_socket_set sockets;        /* a pair per worker; fds read lock-free */
 
 	struct wg_mesh *mesh;                /* wg/mesh.h */
+	struct wg_attached *attached;        /* wg/attached.h; NULL: none yet */
 
 	struct wg_index_table index;
 	struct wg_cookie_checker cookie_checker;

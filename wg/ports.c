@@ -13,6 +13,7 @@
 #include "tun/netlink.h"
 #include "tun/offload.h"
 #include "tun/tun.h"
+#include "wg/attached.h"
 #include "wg/device.h"
 #include "wg/log.h"
 #include "wg/mesh.h"
@@ -33,6 +34,8 @@ void wg_port_put(struct wg_port *port)
 	for (int i = 0; i < port->n_fds; i++)
 		if (port->fds[i] >= 0)
 			close(port->fds[i]);
+	if (port->pkt_fd >= 0)
+		close(port->pkt_fd);
 	free(port);
 }
 
@@ -132,6 +135,8 @@ static int open_queues(struct wg_device *dev, struct wg_port *port)
 		return err;
 	case PORT_VHOST_USER:
 		return wg_vhost_start(dev, port);
+	case PORT_ATTACHED:
+		return wg_attached_open(dev, port);
 	default:
 		return -EINVAL;
 	}
@@ -157,6 +162,7 @@ static struct wg_port *port_new(struct wg_device *dev, const struct port_config 
 	}
 	for (int i = 0; i < WG_MAX_WORKERS; i++)
 		port->fds[i] = -1;
+	port->pkt_fd = -1;
 	atomic_init(&port->refs, 1);
 	if (ndp_port_config_check(&port->ndp)) {
 		*err = -EINVAL;
@@ -201,6 +207,16 @@ static int publish(struct wg_device *dev, struct wg_port *port)
 	return 0;
 }
 
+/* With the write lock: the port out of the tables (and off its netdev). */
+static void unpublish(struct wg_device *dev, struct wg_port *port)
+{
+	rt_remove_value(dev->allowed_ips, &port->hop);
+	dev->ports[port->slot] = NULL;
+	atomic_fetch_add(&dev->ports_gen, 1);
+	if (port->cfg.type == PORT_ATTACHED)
+		wg_attached_close(dev, port);
+}
+
 int wg_device_port_add(struct wg_device *dev, const struct port_config *cfg)
 {
 	const char *why = NULL;
@@ -224,6 +240,11 @@ int wg_device_port_add(struct wg_device *dev, const struct port_config *cfg)
 	}
 	pthread_rwlock_wrlock(&dev->lock);
 	err = publish(dev, port);
+	if (!err && port->cfg.type == PORT_ATTACHED) {
+		err = wg_attached_published(dev, port);
+		if (err)
+			unpublish(dev, port);
+	}
 	pthread_rwlock_unlock(&dev->lock);
 	if (err) {
 		wg_port_put(port);
@@ -257,11 +278,8 @@ int wg_device_port_del(struct wg_device *dev, const char *name)
 
 	pthread_rwlock_wrlock(&dev->lock);
 	port = port_by_name(dev, name);
-	if (port) {
-		rt_remove_value(dev->allowed_ips, &port->hop);
-		dev->ports[port->slot] = NULL;
-		atomic_fetch_add(&dev->ports_gen, 1);
-	}
+	if (port)
+		unpublish(dev, port);
 	pthread_rwlock_unlock(&dev->lock);
 	if (!port)
 		return -ENOENT;
@@ -348,6 +366,8 @@ int wg_device_port_register(struct wg_device *dev, const char *name, const struc
 		if (!err) {
 			port->cfg.addrs[port->cfg.n_addrs++] = next.addrs[i];
 			added++;
+			if (port->cfg.type == PORT_ATTACHED)
+				wg_attached_addr_added(dev, port, &next.addrs[i]);
 		}
 	}
 	if (added)
@@ -374,6 +394,8 @@ int wg_device_port_unregister(struct wg_device *dev, const struct port_addr *add
 		if (!port)
 			continue; /* named twice */
 		rt_remove(dev->allowed_ips, addrs[i].family, addrs[i].addr, addrs[i].cidr, &port->hop);
+		if (port->cfg.type == PORT_ATTACHED)
+			wg_attached_addr_removed(dev, port, &addrs[i]);
 		memmove(&port->cfg.addrs[idx], &port->cfg.addrs[idx + 1],
 			(port->cfg.n_addrs - idx - 1) * sizeof(port->cfg.addrs[0]));
 		port->cfg.n_addrs--;
@@ -383,10 +405,11 @@ int wg_device_port_unregister(struct wg_device *dev, const struct port_addr *add
 	return err;
 }
 
-static void fill_info(const struct wg_port *port, struct port_info *info)
+static void fill_info(struct wg_device *dev, const struct wg_port *port, struct port_info *info)
 {
 	const struct port_counters *c = &port->counters;
 	const struct ndp_stats *ns = &port->ndp_state.stats;
+	uint64_t spoofed;
 
 	memset(info, 0, sizeof(*info));
 	info->cfg = port->cfg;
@@ -402,6 +425,9 @@ static void fill_info(const struct wg_port *port, struct port_info *info)
 	for (int v = 0; v < NDP_VERDICT_COUNT; v++)
 		if (ndp_verdict_is_drop((enum ndp_verdict)v))
 			info->ndp_drops += atomic_load(&ns->verdicts[v]);
+	/* What the bypass program dropped counts with userspace's drops. */
+	wg_attached_stats(dev, port, &info->bypass_packets, &info->bypass_bytes, &spoofed);
+	info->drop_spoofed_source += spoofed;
 }
 
 int wg_device_port_list(struct wg_device *dev, struct port_info **out, size_t *n)
@@ -422,7 +448,7 @@ int wg_device_port_list(struct wg_device *dev, struct port_info **out, size_t *n
 	for (int i = 0; i < PORT_MAX; i++) {
 		if (!dev->ports[i])
 			continue;
-		fill_info(dev->ports[i], &info[count]);
+		fill_info(dev, dev->ports[i], &info[count]);
 		seq[count++] = dev->ports[i]->seq;
 	}
 	pthread_rwlock_unlock(&dev->lock);
@@ -449,6 +475,7 @@ void wg_ports_halt_backends(struct wg_device *dev)
 	for (int i = 0; i < PORT_MAX; i++)
 		if (dev->ports[i])
 			wg_vhost_halt(dev->ports[i]);
+	wg_attached_stop(dev);
 }
 
 void wg_ports_clear(struct wg_device *dev)
@@ -457,7 +484,10 @@ void wg_ports_clear(struct wg_device *dev)
 		if (!dev->ports[i])
 			continue;
 		rt_remove_value(dev->allowed_ips, &dev->ports[i]->hop);
+		if (dev->ports[i]->cfg.type == PORT_ATTACHED)
+			wg_attached_close(dev, dev->ports[i]);
 		wg_port_put(dev->ports[i]);
 		dev->ports[i] = NULL;
 	}
+	wg_attached_free(dev);
 }

@@ -31,6 +31,10 @@ struct wg_port {
 	int n_fds;
 	struct wg_vhost *vhost;          /* vhost-user: the backend; NULL: tap */
 	bool offload;                    /* tap: TSO and checksum offload on */
+	int ifindex;                     /* attached: the netdev */
+	int pkt_fd;                      /* attached: its NDP/ARP packet socket */
+	bool is_veth;                    /* attached: a veth (else a tap) */
+	bool bypassed;                   /* attached: the BPF bypass is on it */
 	int slot;                        /* index in the device's ports[] */
 	uint64_t seq;                    /* creation order */
 	_Atomic int refs;

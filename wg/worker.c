@@ -446,9 +446,17 @@ static void deliver(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t
 {
 	bool tcp = (ip[0] >> 4 == 4 && len >= 20 && ip[9] == 6) ||
 		   (ip[0] >> 4 == 6 && len >= 40 && ip[6] == 6);
-	bool coalesce = tcp && (port || w->vnet);
+	bool coalesce;
 	struct wg_pkt *spare;
 	int ret;
+
+	/* An attached port's VM is reached through the TUN, like the host. */
+	if (port && port->cfg.type == PORT_ATTACHED) {
+		port_count(&port->counters, tx_packets, 1);
+		port_count(&port->counters, tx_bytes, len);
+		port = NULL;
+	}
+	coalesce = tcp && (port || w->vnet);
 
 	if (coalesce && !w->gro_spare)
 		w->gro_spare = pkt_get(w);

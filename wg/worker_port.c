@@ -204,12 +204,35 @@ static void vhost_output_split(struct wg_worker *w, struct wg_port *port, struct
 /* Sends the IP packet ip[0, len) of p to the VM of port: an Ethernet header
  * from the router in front, and a virtio-net header: vnet (a coalesced
  * super-packet's, whose offsets count from the IP header) or none. */
+static void attached_output(struct wg_worker *w, struct wg_port *port, struct wg_pkt *p,
+			    uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet)
+{
+	if (vnet && vnet->gso_type != VIRTIO_NET_HDR_GSO_NONE && !w->vnet) {
+		port_count_drop(&port->counters, PORT_DROP_too_big); /* a TUN without GSO */
+		return;
+	}
+	port_count(&port->counters, tx_packets, 1);
+	port_count(&port->counters, tx_bytes, len);
+	if (vnet && w->vnet) {
+		memcpy(ip - TUN_VNET_HDR_LEN, vnet, TUN_VNET_HDR_LEN);
+		wg_worker_tun_write(w, p, ip - TUN_VNET_HDR_LEN, len + TUN_VNET_HDR_LEN);
+	} else {
+		wg_worker_host_output(w, p, ip, len);
+	}
+}
+
 void wg_worker_port_output(struct wg_worker *w, struct wg_port *port, struct wg_pkt *p,
 			   uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet)
 {
 	struct wport *wp = wport_of(w, port);
 	struct tun_vnet_hdr h = { 0 };
 
+	/* An attached port's VM is the host kernel's to reach: through the
+	 * TUN and the route weftd installed to its netdev. */
+	if (port->cfg.type == PORT_ATTACHED) {
+		attached_output(w, port, p, ip, len, vnet);
+		return;
+	}
 	if (!wp) {
 		port_count_drop(&port->counters, PORT_DROP_no_route);
 		return;
