@@ -20,6 +20,7 @@
 #include "wg/clock.h"
 #include "wg/device.h"
 #include "wg/mesh.h"
+#include "wg/worker.h"
 
 #ifndef WEFT_VERSION
 #define WEFT_VERSION "unknown"
@@ -250,6 +251,38 @@ static void render_device_counters(FILE *f, struct wg_device *dev)
 
 /* ---- handshake load, workers, offloads, AEAD ------------------------------ */
 
+/* Per worker: its batches (completions per loop turn) and whether it still
+ * sends with GSO. The workers run as long as the device does, which
+ * outlives every scrape. */
+static void render_worker_counters(FILE *f, struct wg_device *dev)
+{
+	struct wg_worker_counters c[WG_MAX_WORKERS] = { 0 };
+	char id[16];
+
+	for (int i = 0; i < dev->n_workers; i++)
+		if (dev->workers[i])
+			wg_worker_read_counters(dev->workers[i], &c[i]);
+	family(f, "weft_worker_turns_total", "counter",
+	       "Loop turns of a data-path worker that handled completions");
+	for (int i = 0; i < dev->n_workers; i++) {
+		snprintf(id, sizeof(id), "%d", i);
+		sample(f, "weft_worker_turns_total", dev->ifname, c[i].turns, "worker", id, NULL);
+	}
+	family(f, "weft_worker_completions_total", "counter",
+	       "io_uring completions a data-path worker handled (per turn: its batch size)");
+	for (int i = 0; i < dev->n_workers; i++) {
+		snprintf(id, sizeof(id), "%d", i);
+		sample(f, "weft_worker_completions_total", dev->ifname, c[i].completions, "worker", id,
+		       NULL);
+	}
+	family(f, "weft_worker_udp_gso", "gauge",
+	       "1 while a worker sends with UDP GSO (it turns it off for good on EIO)");
+	for (int i = 0; i < dev->n_workers; i++) {
+		snprintf(id, sizeof(id), "%d", i);
+		sample(f, "weft_worker_udp_gso", dev->ifname, c[i].gso, "worker", id, NULL);
+	}
+}
+
 static void render_state(FILE *f, struct wg_device *dev)
 {
 	struct wg_handshake_queue *q = &dev->hsq;
@@ -290,6 +323,7 @@ static void render_state(FILE *f, struct wg_device *dev)
 			snprintf(cpu, sizeof(cpu), "none");
 		sample(f, "weft_worker_info", dev->ifname, 1, "worker", id, "cpu", cpu, NULL);
 	}
+	render_worker_counters(f, dev);
 	family(f, "weft_offload_enabled", "gauge",
 	       "1 when an offload is in use: tun (virtio-net header, TSO, GRO on the TUN), "
 	       "udp_gso, udp_gro (as set at start; a worker may still turn GSO off on EIO)");

@@ -17,25 +17,9 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include "tun/text.h"
+
 /* ---- values ------------------------------------------------------------ */
-
-/* Decimal digits only, no sign, at most max. */
-static bool parse_u64(const char *v, size_t n, uint64_t max, uint64_t *out)
-{
-	uint64_t x = 0;
-
-	if (!n || n > 20)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		unsigned int d = (unsigned int)(v[i] - '0');
-
-		if (d > 9 || x > (max - d) / 10)
-			return false;
-		x = x * 10 + d;
-	}
-	*out = x;
-	return true;
-}
 
 static unsigned int family_bits(int family)
 {
@@ -66,7 +50,7 @@ int mesh_text_parse_cidr(const char *v, size_t n, struct port_addr *out, const c
 	if (inet_pton(out->family, s, out->addr) != 1)
 		goto fail;
 	len = bits;
-	if (slash && !parse_u64(slash + 1, n - an - 1, bits, &len))
+	if (slash && !text_parse_u64(slash + 1, n - an - 1, bits, &len))
 		goto fail;
 	reason = "prefix length 0";
 	if (!len)
@@ -166,23 +150,12 @@ void mesh_text_key_base64(const uint8_t key[32], char out[MESH_TEXT_KEY_LEN])
 	out[o] = '\0';
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static bool parse_key_hex(const char *v, size_t n, uint8_t key[32])
 {
 	if (n != 64)
 		return false;
 	for (size_t i = 0; i < 32; i++) {
-		int hi = hexval(v[2 * i]), lo = hexval(v[2 * i + 1]);
+		int hi = text_hexval(v[2 * i]), lo = text_hexval(v[2 * i + 1]);
 
 		if (hi < 0 || lo < 0)
 			return false;
@@ -235,51 +208,9 @@ static int add_prefix(struct port_addr *list, size_t *n, const char *v, size_t v
 
 /* ---- lines ------------------------------------------------------------- */
 
-/* Walks text line by line: *line and *n the next line without its '\n'. */
-static bool next_line(const char *text, size_t len, size_t *off, const char **line, size_t *n)
-{
-	const char *nl;
-
-	if (*off >= len)
-		return false;
-	*line = text + *off;
-	nl = memchr(*line, '\n', len - *off);
-	*n = nl ? (size_t)(nl - *line) : len - *off;
-	*off += *n + 1;
-	return true;
-}
-
-/* Splits "key=value" at the first '='. */
-static bool split_kv(const char *line, size_t n, size_t *kn, const char **v, size_t *vn)
-{
-	const char *eq = memchr(line, '=', n);
-
-	if (!eq)
-		return false;
-	*kn = (size_t)(eq - line);
-	*v = eq + 1;
-	*vn = n - *kn - 1;
-	return true;
-}
-
 static bool key_is(const char *k, size_t kn, const char *want)
 {
 	return strlen(want) == kn && !memcmp(k, want, kn);
-}
-
-static bool is_blank(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-}
-
-static void trim(const char **s, size_t *n)
-{
-	while (*n && is_blank(**s)) {
-		(*s)++;
-		(*n)--;
-	}
-	while (*n && is_blank((*s)[*n - 1]))
-		(*n)--;
 }
 
 /* ---- vm-add and vm-del ------------------------------------------------- */
@@ -303,8 +234,8 @@ int mesh_text_parse_vm_request(const char *text, size_t len, bool with_port,
 	if (!why)
 		why = &unused;
 	memset(out, 0, sizeof(*out));
-	while (next_line(text, len, &off, &line, &n)) {
-		if (!split_kv(line, n, &kn, &v, &vn)) {
+	while (text_next_line(text, len, &off, &line, &n)) {
+		if (!text_split_kv(line, n, &kn, &v, &vn)) {
 			*why = "a line without '='";
 			ret = -EPROTO;
 			goto fail;
@@ -367,8 +298,8 @@ int mesh_text_parse_set(const char *text, size_t len, struct mesh_text_set *out,
 	if (!why)
 		why = &unused;
 	memset(out, 0, sizeof(*out));
-	while (next_line(text, len, &off, &line, &n)) {
-		if (!split_kv(line, n, &kn, &v, &vn)) {
+	while (text_next_line(text, len, &off, &line, &n)) {
+		if (!text_split_kv(line, n, &kn, &v, &vn)) {
 			*why = "a line without '='";
 			ret = -EPROTO;
 			goto fail;
@@ -526,7 +457,7 @@ static int route_line(struct wg_mesh_route *r, bool *has_holder, const char *k, 
 			return -EINVAL;
 		}
 	} else if (key_is(k, kn, "seq")) {
-		if (!parse_u64(v, vn, UINT64_MAX, &r->seq)) {
+		if (!text_parse_u64(v, vn, UINT64_MAX, &r->seq)) {
 			*why = "bad seq";
 			return -EINVAL;
 		}
@@ -554,7 +485,7 @@ static int show_line(struct mesh_text_show *s, bool *has_mode, const char *k, si
 			return -EINVAL;
 		}
 	} else if ((c = find_counter(k, kn)) >= 0) {
-		if (!parse_u64(v, vn, UINT64_MAX, counter_at(&s->stats, (size_t)c))) {
+		if (!text_parse_u64(v, vn, UINT64_MAX, counter_at(&s->stats, (size_t)c))) {
 			*why = "bad counter value";
 			return -EINVAL;
 		}
@@ -575,8 +506,8 @@ int mesh_text_parse_show(const char *text, size_t len, struct mesh_text_show *ou
 	if (!why)
 		why = &unused;
 	memset(out, 0, sizeof(*out));
-	while (next_line(text, len, &off, &line, &n)) {
-		if (!split_kv(line, n, &kn, &v, &vn)) {
+	while (text_next_line(text, len, &off, &line, &n)) {
+		if (!text_split_kv(line, n, &kn, &v, &vn)) {
 			*why = "a line without '='";
 			ret = -EPROTO;
 			goto fail;
@@ -652,7 +583,7 @@ static int config_prefixes(struct wg_mesh_config *cfg, const char *v, size_t vn,
 		comma = memchr(v, ',', vn);
 		item = v;
 		in = comma ? (size_t)(comma - v) : vn;
-		trim(&item, &in);
+		text_trim(&item, &in);
 		if (!in) {
 			*why = "empty item in a list";
 			return -EINVAL;
@@ -684,7 +615,7 @@ int mesh_text_parse_config(const char *text, size_t len, struct wg_mesh_config *
 		*why = "file larger than 1 MiB";
 		return -E2BIG;
 	}
-	while (next_line(text, len, &off, &l, &ln)) {
+	while (text_next_line(text, len, &off, &l, &ln)) {
 		*line = ++lineno;
 		if (memchr(l, '\0', ln)) {
 			*why = "a NUL byte";
@@ -693,7 +624,7 @@ int mesh_text_parse_config(const char *text, size_t len, struct wg_mesh_config *
 		hash = memchr(l, '#', ln);
 		if (hash)
 			ln = (size_t)(hash - l);
-		trim(&l, &ln);
+		text_trim(&l, &ln);
 		if (!ln)
 			continue;
 		if (l[0] == '[') {
@@ -708,12 +639,12 @@ int mesh_text_parse_config(const char *text, size_t len, struct wg_mesh_config *
 			section_line = lineno;
 			continue;
 		}
-		if (!split_kv(l, ln, &kn, &v, &vn)) {
+		if (!text_split_kv(l, ln, &kn, &v, &vn)) {
 			*why = "a line without '='";
 			return -EINVAL;
 		}
-		trim(&l, &kn);
-		trim(&v, &vn);
+		text_trim(&l, &kn);
+		text_trim(&v, &vn);
 		if (!section_line) {
 			*why = "a key outside the [Mesh] section";
 			return -EINVAL;
@@ -763,14 +694,14 @@ int mesh_text_parse_config(const char *text, size_t len, struct wg_mesh_config *
 /* The next blank-separated word of [*s, *s + *n). */
 static bool next_word(const char **s, size_t *n, const char **w, size_t *wn)
 {
-	while (*n && is_blank(**s)) {
+	while (*n && text_is_blank(**s)) {
 		(*s)++;
 		(*n)--;
 	}
 	if (!*n)
 		return false;
 	*w = *s;
-	while (*n && !is_blank(**s)) {
+	while (*n && !text_is_blank(**s)) {
 		(*s)++;
 		(*n)--;
 	}
@@ -840,7 +771,7 @@ int mesh_text_parse_vm_file(const char *text, size_t len, struct mesh_text_vm **
 		ret = -E2BIG;
 		goto fail;
 	}
-	while (next_line(text, len, &off, &l, &ln)) {
+	while (text_next_line(text, len, &off, &l, &ln)) {
 		*line = ++lineno;
 		if (memchr(l, '\0', ln)) {
 			*why = "a NUL byte";

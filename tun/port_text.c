@@ -18,6 +18,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "tun/text.h"
+
 /* ---- output buffers ---------------------------------------------------- */
 
 struct buf {
@@ -87,47 +89,18 @@ static bool copy_cstr(char *dst, size_t cap, const char *v, size_t n)
 	return true;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Exactly six pairs of hex digits joined by ':'. */
 static bool parse_mac(const char *v, size_t n, uint8_t mac[6])
 {
 	if (n != 17)
 		return false;
 	for (size_t i = 0; i < 6; i++) {
-		int hi = hexval(v[3 * i]), lo = hexval(v[3 * i + 1]);
+		int hi = text_hexval(v[3 * i]), lo = text_hexval(v[3 * i + 1]);
 
 		if (hi < 0 || lo < 0 || (i < 5 && v[3 * i + 2] != ':'))
 			return false;
 		mac[i] = (uint8_t)(hi << 4 | lo);
 	}
-	return true;
-}
-
-/* Decimal digits only, no sign, at most max. */
-static bool parse_u64(const char *v, size_t n, uint64_t max, uint64_t *out)
-{
-	uint64_t x = 0;
-
-	if (!n || n > 20)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		unsigned int d = (unsigned int)(v[i] - '0');
-
-		if (d > 9 || x > (max - d) / 10)
-			return false;
-		x = x * 10 + d;
-	}
-	*out = x;
 	return true;
 }
 
@@ -162,7 +135,7 @@ static bool parse_cidr(const char *v, size_t n, int *family, uint8_t addr[16], u
 		bits = 32;
 	}
 	len = bits;
-	if (slash && !parse_u64(slash + 1, n - an - 1, bits, &len))
+	if (slash && !text_parse_u64(slash + 1, n - an - 1, bits, &len))
 		return false;
 	*cidr = (uint8_t)len;
 	return true;
@@ -326,7 +299,7 @@ static int set_mtu(struct port_config *c, const char *v, size_t n, const char **
 {
 	uint64_t mtu;
 
-	if (!parse_u64(v, n, UINT32_MAX, &mtu)) {
+	if (!text_parse_u64(v, n, UINT32_MAX, &mtu)) {
 		*why = "bad MTU (want a number)";
 		return -EINVAL;
 	}
@@ -404,33 +377,6 @@ _Static_assert(sizeof(port_text_counters) / sizeof(port_text_counters[0]) <= 32,
 
 /* ---- key=value lines --------------------------------------------------- */
 
-/* Walks text line by line: *line and *n the next line without its '\n'. */
-static bool next_line(const char *text, size_t len, size_t *off, const char **line, size_t *n)
-{
-	const char *nl;
-
-	if (*off >= len)
-		return false;
-	*line = text + *off;
-	nl = memchr(*line, '\n', len - *off);
-	*n = nl ? (size_t)(nl - *line) : len - *off;
-	*off += *n + 1;
-	return true;
-}
-
-/* Splits "key=value" at the first '='. */
-static bool split_kv(const char *line, size_t n, size_t *kn, const char **v, size_t *vn)
-{
-	const char *eq = memchr(line, '=', n);
-
-	if (!eq)
-		return false;
-	*kn = (size_t)(eq - line);
-	*v = eq + 1;
-	*vn = n - *kn - 1;
-	return true;
-}
-
 int port_text_parse_request(const char *text, size_t len, struct port_config *out,
 			    const char **why)
 {
@@ -442,8 +388,8 @@ int port_text_parse_request(const char *text, size_t len, struct port_config *ou
 	if (!why)
 		why = &unused;
 	port_config_init(out);
-	while (next_line(text, len, &off, &line, &n)) {
-		if (!split_kv(line, n, &kn, &v, &vn)) {
+	while (text_next_line(text, len, &off, &line, &n)) {
+		if (!text_split_kv(line, n, &kn, &v, &vn)) {
 			*why = "a line without '='";
 			ret = -EPROTO;
 			goto fail;
@@ -478,8 +424,8 @@ int port_text_parse_name(const char *text, size_t len, char name[PORT_NAME_MAX],
 	if (!why)
 		why = &unused;
 	port_config_init(&c);
-	while (next_line(text, len, &off, &line, &n)) {
-		if (!split_kv(line, n, &kn, &v, &vn)) {
+	while (text_next_line(text, len, &off, &line, &n)) {
+		if (!text_split_kv(line, n, &kn, &v, &vn)) {
 			*why = "a line without '='";
 			return -EPROTO;
 		}
@@ -599,7 +545,7 @@ static int info_line(struct info_block *blk, const char *k, size_t kn, const cha
 	}
 	i = find_counter(k, kn);
 	if (i >= 0) {
-		if ((blk->seen_counters & (1u << i)) || !parse_u64(v, vn, UINT64_MAX, &x)) {
+		if ((blk->seen_counters & (1u << i)) || !text_parse_u64(v, vn, UINT64_MAX, &x)) {
 			*why = "bad or repeated counter";
 			return -EINVAL;
 		}
@@ -621,8 +567,8 @@ int port_text_parse_info(const char *text, size_t len, struct port_info **out, s
 
 	if (!why)
 		why = &unused;
-	while (next_line(text, len, &off, &line, &ln)) {
-		if (!split_kv(line, ln, &kn, &v, &vn)) {
+	while (text_next_line(text, len, &off, &line, &ln)) {
+		if (!text_split_kv(line, ln, &kn, &v, &vn)) {
 			*why = "a line without '='";
 			ret = -EPROTO;
 			goto fail;
@@ -671,21 +617,6 @@ fail:
 }
 
 /* ---- ports files ------------------------------------------------------- */
-
-static bool is_blank(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-}
-
-static void trim(const char **s, size_t *n)
-{
-	while (*n && is_blank(**s)) {
-		(*s)++;
-		(*n)--;
-	}
-	while (*n && is_blank((*s)[*n - 1]))
-		(*n)--;
-}
 
 static bool same_addr(const struct port_addr *a, const struct port_addr *b)
 {
@@ -743,7 +674,7 @@ static int file_value(struct port_config *c, int key, unsigned int *seen, const 
 		comma = memchr(v, ',', vn);
 		item = v;
 		in = comma ? (size_t)(comma - v) : vn;
-		trim(&item, &in);
+		text_trim(&item, &in);
 		if (!in) {
 			*why = "empty item in a list";
 			return -EINVAL;
@@ -775,7 +706,7 @@ int port_text_parse_file(const char *text, size_t len, struct port_config **out,
 		ret = -E2BIG;
 		goto fail;
 	}
-	while (next_line(text, len, &off, &line, &ln)) {
+	while (text_next_line(text, len, &off, &line, &ln)) {
 		lineno++;
 		*err_line = lineno;
 		if (memchr(line, '\0', ln)) {
@@ -786,7 +717,7 @@ int port_text_parse_file(const char *text, size_t len, struct port_config **out,
 		hash = memchr(line, '#', ln);
 		if (hash)
 			ln = (size_t)(hash - line);
-		trim(&line, &ln);
+		text_trim(&line, &ln);
 		if (!ln)
 			continue;
 		if (line[0] == '[') {
@@ -821,13 +752,13 @@ int port_text_parse_file(const char *text, size_t len, struct port_config **out,
 			section_line = lineno;
 			continue;
 		}
-		if (!split_kv(line, ln, &kn, &v, &vn)) {
+		if (!text_split_kv(line, ln, &kn, &v, &vn)) {
 			*why = "a line without '='";
 			ret = -EINVAL;
 			goto fail;
 		}
-		trim(&line, &kn);
-		trim(&v, &vn);
+		text_trim(&line, &kn);
+		text_trim(&v, &vn);
 		key = find_key(line, kn, true);
 		if (key < 0) {
 			*why = "unknown key";

@@ -834,6 +834,7 @@ static void *worker_thread(void *arg)
 		struct __kernel_timespec idle = { .tv_sec = IDLE_TRIM_MS / 1000,
 						  .tv_nsec = (IDLE_TRIM_MS % 1000) * 1000000L };
 		struct io_uring_cqe *cqe;
+		unsigned int n, reaped = 0;
 		int ret;
 
 		refill(w);
@@ -850,8 +851,14 @@ static void *worker_thread(void *arg)
 		pthread_rwlock_rdlock(&dev->lock);
 		if (w->ports_gen != atomic_load(&dev->ports_gen))
 			wg_worker_follow_ports(w);
-		while (reap(w) == REAP_BATCH)
-			;
+		do {
+			n = reap(w);
+			reaped += n;
+		} while (n == REAP_BATCH);
+		if (reaped) {
+			atomic_fetch_add_explicit(&w->turns, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&w->completions, reaped, memory_order_relaxed);
+		}
 		if (w->id == 0 && wg_mesh_has_released(dev))
 			mesh_released(w);
 		gro_flush(w);
@@ -927,6 +934,13 @@ int wg_worker_start(struct wg_device *dev, int id, int tun_fd, int cpu, struct w
 	}
 	*out = w;
 	return 0;
+}
+
+void wg_worker_read_counters(struct wg_worker *w, struct wg_worker_counters *c)
+{
+	c->turns = atomic_load_explicit(&w->turns, memory_order_relaxed);
+	c->completions = atomic_load_explicit(&w->completions, memory_order_relaxed);
+	c->gso = __atomic_load_n(&w->gso, __ATOMIC_RELAXED);
 }
 
 void wg_worker_kick(struct wg_worker *w)

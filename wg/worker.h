@@ -4,6 +4,9 @@
 #ifndef WEFT_WG_WORKER_H
 #define WEFT_WG_WORKER_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 struct wg_device;
 struct wg_worker;
 
@@ -13,5 +16,14 @@ int wg_worker_start(struct wg_device *dev, int id, int tun_fd, int cpu, struct w
 /* Wakes the worker to notice new sockets or a stop. */
 void wg_worker_kick(struct wg_worker *w);
 void wg_worker_stop(struct wg_worker *w);
+
+/* What a worker has done, for the metrics (read from any thread). The
+ * average batch is completions / turns. */
+struct wg_worker_counters {
+	uint64_t turns;       /* loop turns that handled completions */
+	uint64_t completions; /* io_uring completions handled */
+	bool gso;             /* still sending with UDP GSO (off after an EIO) */
+};
+void wg_worker_read_counters(struct wg_worker *w, struct wg_worker_counters *c);
 
 #endif

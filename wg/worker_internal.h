@@ -136,6 +136,7 @@ struct wg_worker {
 	uint64_t ports_gen;
 	bool gso;
 	bool dead_tun;
+	_Atomic uint64_t turns, completions; /* wg_worker_read_counters */
 };
 
 enum { POOL_BIG = 1, POOL_SMALL = 2 };

@@ -96,6 +96,14 @@ hs=$(value "$WORK/a1.prom" wireguard_latest_handshake_seconds "$PUB_b")
 txp=$(value "$WORK/a1.prom" weft_tx_packets_total)
 rxp=$(value "$WORK/a1.prom" weft_rx_packets_total)
 ((txp >= 15 && rxp >= 15)) || fail "device packets tx $txp rx $rxp after 15 pings"
+# The workers handled the pings' completions, in turns (their batches).
+turns=0 done_=0
+for w in $(grep -oE '^weft_worker_turns_total\{[^}]*worker="[0-9]+"' "$WORK/a1.prom" | grep -oE '[0-9]+"$' | tr -d '"'); do
+	turns=$((turns + $(value "$WORK/a1.prom" weft_worker_turns_total "worker=\"$w\"")))
+	done_=$((done_ + $(value "$WORK/a1.prom" weft_worker_completions_total "worker=\"$w\"")))
+done
+((turns >= 1 && done_ >= turns && done_ >= 30)) ||
+	fail "workers: $turns turns with $done_ completions after 15 pings each way"
 (($(value "$WORK/a1.prom" weft_handshake_initiations_sent_total) >= 1)) ||
 	fail "A sent no initiation"
 scrape "$NS_B" "$WORK/b1.prom"
