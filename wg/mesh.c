@@ -346,18 +346,18 @@ static struct wg_peer *learn(struct wg_mesh *m, struct mesh_loc *l, struct wg_pe
 		l->prev = old;
 		l->prev_until = now + GRACE_MS * NSEC_PER_MSEC;
 	}
-	/* Sources the answer did not confirm wait for the other answers
-	 * (multicast) or the last try, then are dropped. */
 	if (l->state == LOC_PENDING && l->asked_at) {
 		mesh_count(m, discoveries, 1);
 		mesh_count(m, discovery_ns, now - l->asked_at);
 	}
 	l->asked_at = 0;
-	l->state = l->in.len && l->state == LOC_VERIFY ? LOC_VERIFY : LOC_RESOLVED;
+	l->state = LOC_RESOLVED;
 	if (!is_local(m, l->family, l->addr))
 		table_put(m, l);
 	mesh_count(m, resolved, 1);
 	release(m, l);
+	/* Sources the answer did not confirm wait for the other answers
+	 * (multicast) or the last try, then are dropped. */
 	if (l->in.len) {
 		l->state = LOC_VERIFY;
 		if (!l->timed) {
@@ -406,8 +406,8 @@ static void answer(struct wg_mesh *m, const uint8_t *from, const struct mesh_ite
 		mesh_item_holder(&out, self_key(m), l && l->local_seq ? l->local_seq : 1);
 	else if (atomic_load(&m->mode) == WG_MESH_MULTICAST)
 		return; /* only the holder answers */
-	else if (l && l->peer && l->state == LOC_RESOLVED)
-		mesh_item_holder(&out, l->peer->public_key, l->seq); /* as the home */
+	else if (l && l->peer) /* resolved (or being re-checked): as the home */
+		mesh_item_holder(&out, l->peer->public_key, l->seq);
 	else
 		mesh_item_holder(&out, NULL, 0);
 	mesh_note_add(m, from, false, MESH_ADVERT, &out);
