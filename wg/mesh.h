@@ -161,6 +161,15 @@ void wg_mesh_hold(struct wg_device *dev, struct wg_peer *peer, int family, const
  * told NOT_HERE. The caller keeps ip. */
 void wg_mesh_transit(struct wg_device *dev, struct wg_peer *peer, struct rt_hop *hop,
 		     uint8_t *ip, uint32_t len, struct wg_tx *tx);
+/* The tag (struct wg_pkt egress) of a queued packet that came through the
+ * tunnel for an address that had moved away: when its destination is
+ * found, it is forwarded wrapped (wg_mesh_forward), not sent as ours. */
+#define WG_MESH_FORWARDED ((void *)1)
+/* Worker 0, for a released packet tagged WG_MESH_FORWARDED: sends it on,
+ * wrapped, to the holder of its destination and returns true; false when
+ * the destination is not remote (any more): the caller routes it. The
+ * caller keeps p. */
+bool wg_mesh_forward(struct wg_device *dev, struct wg_pkt *p, struct wg_tx *tx);
 /* A mesh message ip[0, len) (mesh_msg_is_mesh) opened from peer. */
 void wg_mesh_received(struct wg_device *dev, struct wg_peer *peer, const uint8_t *ip,
 		      uint32_t len);

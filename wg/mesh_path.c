@@ -11,6 +11,7 @@
 
 #include "ndp/mesh_msg.h"
 #include "router/frame.h"
+#include "router/table.h"
 #include "wg/clock.h"
 #include "wg/device.h"
 #include "wg/mesh_internal.h"
@@ -126,6 +127,37 @@ void wg_mesh_hold(struct wg_device *dev, struct wg_peer *peer, int family, const
 	pthread_mutex_unlock(&m->lock);
 }
 
+/* Sends ip[0, len) (its TTL already counted down) on to the holder of l,
+ * wrapped so that the holder knows we checked its source. */
+static bool forward(struct wg_mesh *m, struct mesh_loc *l, const uint8_t *ip, uint32_t len,
+		    struct wg_tx *tx)
+{
+	struct wg_pkt *p = wg_pkt_alloc(MESH_FWD_HLEN + len);
+
+	if (!p || !mesh_fwd_wrap(wg_pkt_payload(p), ip, len)) {
+		free(p);
+		mesh_count(m, queue_dropped, 1);
+		return false;
+	}
+	p->len = MESH_FWD_HLEN + len;
+	memcpy(wg_pkt_payload(p) + MESH_FWD_HLEN, ip, len);
+	wg_send_to_peer(m->dev, l->peer, &p, 1, tx);
+	mesh_count(m, forwarded, 1);
+	return true;
+}
+
+bool wg_mesh_forward(struct wg_device *dev, struct wg_pkt *p, struct wg_tx *tx)
+{
+	const uint8_t *dst;
+	int family = frame_ip_destination(wg_pkt_payload(p), p->len, &dst);
+	struct rt_hop *hop = family ? rt_lookup(dev->allowed_ips, family, dst) : NULL;
+
+	if (!hop || hop->kind != RT_HOP_REMOTE || !mesh_loc_from_hop(hop)->peer)
+		return false;
+	forward(dev->mesh, mesh_loc_from_hop(hop), wg_pkt_payload(p), p->len, tx);
+	return true;
+}
+
 void wg_mesh_transit(struct wg_device *dev, struct wg_peer *peer, struct rt_hop *hop,
 		     uint8_t *ip, uint32_t len, struct wg_tx *tx)
 {
@@ -134,23 +166,17 @@ void wg_mesh_transit(struct wg_device *dev, struct wg_peer *peer, struct rt_hop 
 	const uint8_t *dst;
 	int family = frame_ip_destination(ip, len, &dst);
 	struct mesh_item it = { .family = family, .cidr = family == AF_INET ? 32 : 128 };
-	struct wg_pkt *p;
 
 	memcpy(it.addr, dst, mesh_addr_len(family));
-	if (l && l->peer && l->peer != peer && frame_ip_forward(ip, len) &&
-	    (p = wg_pkt_alloc(MESH_FWD_HLEN + len))) {
-		/* Wrapped, so that the new holder knows we checked the source. */
-		p->len = MESH_FWD_HLEN + len;
-		mesh_fwd_wrap(wg_pkt_payload(p), ip, len);
-		memcpy(wg_pkt_payload(p) + MESH_FWD_HLEN, ip, len);
-		wg_send_to_peer(dev, l->peer, &p, 1, tx);
-		mesh_count(m, forwarded, 1);
+	if (l && l->peer && l->peer != peer && frame_ip_forward(ip, len)) {
+		forward(m, l, ip, len, tx);
 		mesh_item_holder(&it, l->peer->public_key, l->seq);
 	} else if (!l) {
+		/* Where did it go? Forwarded (wrapped) once that is known. */
 		pthread_mutex_lock(&m->lock);
 		l = pending(m, family, dst);
 		if (l && frame_ip_forward(ip, len))
-			enqueue(m, &l->out, ip, len, NULL);
+			enqueue(m, &l->out, ip, len, WG_MESH_FORWARDED);
 		pthread_mutex_unlock(&m->lock);
 	} else {
 		wg_stat_inc(&dev->stats, drop_no_route);

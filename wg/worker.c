@@ -499,8 +499,15 @@ static void mesh_released(struct wg_worker *w)
 	struct wg_pkt *p;
 
 	wg_mesh_take_released(w->dev, &out, &in);
-	while ((p = wg_pkt_queue_pop(&out)))
-		wg_worker_route(w, &p, 1, false);
+	while ((p = wg_pkt_queue_pop(&out))) {
+		bool forwarded = p->egress == WG_MESH_FORWARDED;
+
+		p->egress = NULL;
+		if (forwarded && wg_mesh_forward(w->dev, p, &w->tx))
+			pkt_put(w, p);
+		else
+			wg_worker_route(w, &p, 1, false);
+	}
 	while ((p = wg_pkt_queue_pop(&in))) {
 		struct rt_hop *hop = inner_hop(w, wg_pkt_payload(p), p->len);
 
