@@ -14,6 +14,7 @@
 #include <sodium.h>
 
 #include "crypto/aead.h"
+#include "crypto/chacha20.h"
 
 enum {
 	PACKET_LEN = 1420, /* the tunnel MTU: the largest inner packet */
@@ -71,7 +72,7 @@ static unsigned long run(const struct aead_backend *b, int do_open, double secs,
 
 int main(int argc, char **argv)
 {
-	const struct aead_backend *const backends[] = { &aead_sodium, &aead_openssl };
+	const struct aead_backend *const backends[] = { &aead_sodium, &aead_openssl, &aead_wide };
 	double secs = argc > 1 ? atof(argv[1]) : 1.0;
 	int rc = 0;
 
@@ -84,6 +85,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
+		if (backends[i] == &aead_wide && !chacha20_wide_supported()) {
+			printf("backend=%s skipped (no AVX-512)\n", backends[i]->name);
+			continue;
+		}
 		for (int do_open = 0; do_open < 2; do_open++) {
 			double elapsed = 0, bps;
 			unsigned long n = run(backends[i], do_open, secs, &elapsed);

@@ -288,14 +288,16 @@ static double measure(const struct aead_backend *b)
 
 /* Returns NULL, leaving the active backend alone, when no backend passes
  * its self-test: the caller must then refuse to run. */
-const struct aead_backend *aead_select(struct aead_measure report[2])
+const struct aead_backend *aead_select(struct aead_measure report[AEAD_BACKENDS])
 {
-	const struct aead_backend *const candidates[2] = { &aead_sodium, &aead_openssl };
+	const struct aead_backend *const candidates[AEAD_BACKENDS] = {
+		&aead_sodium, &aead_openssl, &aead_wide,
+	};
 	const struct aead_backend *best = NULL;
 	double best_rate = 0.0;
 
 	sodium_ready();
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < AEAD_BACKENDS; i++) {
 		const struct aead_backend *b = candidates[i];
 		bool passed = self_test(b);
 		double rate = passed ? measure(b) : 0.0;
@@ -333,6 +335,8 @@ const struct aead_backend *aead_by_name(const char *name)
 		return &aead_sodium;
 	if (strcmp(name, aead_openssl.name) == 0)
 		return &aead_openssl;
+	if (strcmp(name, aead_wide.name) == 0)
+		return &aead_wide;
 	return NULL;
 }
 

@@ -32,6 +32,11 @@ struct aead_backend {
 
 extern const struct aead_backend aead_sodium;
 extern const struct aead_backend aead_openssl;
+/* Our ChaCha20 in AVX-512 with OpenSSL's Poly1305 (crypto/aead_wide.c);
+ * on a CPU without AVX-512 it fails every call, and its self-test. */
+extern const struct aead_backend aead_wide;
+
+enum { AEAD_BACKENDS = 3 };
 
 /* What aead_select measured of one backend. */
 struct aead_measure {
@@ -43,11 +48,11 @@ struct aead_measure {
 /* Measures (for about 20 ms each) every backend that passes a known-answer
  * self-test on this CPU, makes the fastest the active one, and returns it.
  * Call once at start-up, before any thread uses aead_seal/aead_open.
- * When report is not NULL it receives one entry per backend (sodium first,
- * then openssl). The caller logs the choice. */
-const struct aead_backend *aead_select(struct aead_measure report[2]);
+ * When report is not NULL it receives one entry per backend (sodium,
+ * openssl, avx512). The caller logs the choice. */
+const struct aead_backend *aead_select(struct aead_measure report[AEAD_BACKENDS]);
 const struct aead_backend *aead_active(void);
-/* Force a backend (tests, WEFT_AEAD=sodium|openssl). */
+/* Force a backend (tests, WEFT_AEAD=sodium|openssl|avx512). */
 void aead_use(const struct aead_backend *b);
 /* Looks a backend up by name; NULL when unknown. */
 const struct aead_backend *aead_by_name(const char *name);

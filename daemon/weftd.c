@@ -199,8 +199,8 @@ static void usage(FILE *f, const char *prog)
 		"  WEFT_UDP_GSO=0, WEFT_UDP_GRO=0         no UDP segmentation / coalescing\n"
 		"  WEFT_TUN_TXQUEUELEN=N                  TUN queue length (default 16 with TSO)\n"
 		"  WEFT_SOCKET_BUFFER=BYTES               UDP socket buffers (default 1 MiB)\n"
-		"  WEFT_AEAD=sodium|openssl               force a ChaCha20-Poly1305 backend\n"
-		"                                         (default: the faster on this CPU)\n"
+		"  WEFT_AEAD=sodium|openssl|avx512        force a ChaCha20-Poly1305 backend\n"
+		"                                         (default: the fastest on this CPU)\n"
 		"  WEFT_TEST_UNDER_LOAD=1                 tests: always answer with cookies\n"
 		"  WEFT_TEST_CLOCK_SPEEDUP=N              tests: protocol clock N times faster\n",
 		prog);
@@ -246,17 +246,23 @@ static void tell_parent(int fd, char status)
 
 static void choose_aead(void)
 {
-	struct aead_measure report[2];
+	struct aead_measure report[AEAD_BACKENDS];
 	const char *forced = getenv("WEFT_AEAD");
 	const struct aead_backend *b = aead_select(report);
 
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < AEAD_BACKENDS; i++) {
 		log_info("AEAD %s: %s, %.0f MB/s", report[i].backend->name,
 			 report[i].passed ? "passed self-test" : "FAILED self-test",
 			 report[i].mbytes_per_sec);
-	if (forced && aead_by_name(forced)) {
-		aead_use(aead_by_name(forced));
-		b = aead_active();
+		if (forced && report[i].backend == aead_by_name(forced)) {
+			if (report[i].passed) {
+				aead_use(report[i].backend);
+				b = report[i].backend;
+			} else {
+				log_error("WEFT_AEAD=%s: that backend failed its self-test on this CPU; "
+					  "not used", forced);
+			}
+		}
 	}
 	if (b)
 		log_info("using %s for ChaCha20-Poly1305", b->name);
