@@ -3,6 +3,7 @@
  * Link configuration (MTU, up/down) lives in netlink.c. */
 #include "tun/tun.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/if_tun.h>
@@ -150,4 +151,44 @@ fail:
 	while (i--)
 		close(fds[i]);
 	return err;
+}
+
+static uint32_t load32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+unsigned int tun_queue_for(const uint8_t *ip, size_t len, unsigned int n)
+{
+	const uint8_t *ports = NULL;
+	uint64_t h = 0;
+	uint8_t proto;
+
+	if (n < 2 || len < 20)
+		return 0;
+	if ((ip[0] >> 4) == 4) {
+		size_t ihl = (size_t)(ip[0] & 0x0f) * 4;
+		bool fragment = (load32(ip + 4) & htobe32(0x3fff)) != 0; /* MF or offset */
+
+		proto = ip[9];
+		h = (uint64_t)load32(ip + 12) << 32 | load32(ip + 16);
+		if (!fragment && ihl >= 20 && len >= ihl + 4)
+			ports = ip + ihl;
+	} else if ((ip[0] >> 4) == 6 && len >= 40) {
+		proto = ip[6];
+		for (int i = 8; i < 40; i += 4)
+			h = (h ^ load32(ip + i)) * 0x9e3779b97f4a7c15ull;
+		if (len >= 44)
+			ports = ip + 40;
+	} else {
+		return 0;
+	}
+	if (ports && (proto == 6 || proto == 17))
+		h ^= load32(ports);
+	h ^= proto;
+	h *= 0x9e3779b97f4a7c15ull;
+	return (unsigned int)((h >> 32) % n);
 }

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Opens /dev/net/tun as IFF_TUN|IFF_NO_PI (plus IFF_MULTI_QUEUE when
  * multi_queue) named ifname (may be a printf pattern like "wg%d"); the kernel's
@@ -24,6 +25,15 @@ int tun_set_offload(int fd, unsigned int flags);
  * Returns the fd (O_CLOEXEC, blocking) or -errno (-ENODEV: no such link,
  * -EINVAL: not a multi-queue TUN, or its vnet-header setting differs). */
 int tun_open_queue(const char *ifname, bool vnet_hdr);
+
+/* Which of n queues to write the IP packet ip[0, len) to. The kernel sends
+ * a flow out of a multi-queue TUN through the queue its packets were last
+ * written to (tun_automq_select_queue): writing every packet through the
+ * writer's own queue would pull every flow whose replies one worker
+ * receives onto that worker. A hash of addresses and ports (addresses only
+ * for other protocols and fragments) spreads the flows over all queues and
+ * keeps each flow on one. Returns 0..n-1; 0 when n < 2 or len is short. */
+unsigned int tun_queue_for(const uint8_t *ip, size_t len, unsigned int n);
 
 /* Creates the tap netdev ifname (IFF_TAP|IFF_NO_PI|IFF_VNET_HDR|
  * IFF_MULTI_QUEUE, not persistent: it goes when the last fd closes) with n

@@ -27,6 +27,7 @@
 
 #include "router/frame.h"
 #include "tun/offload.h"
+#include "tun/tun.h"
 #include "wg/device.h"
 #include "wg/log.h"
 #include "wg/mesh.h"
@@ -261,17 +262,27 @@ static void tx_release(struct wg_tx *tx, struct wg_pkt *p)
 	pkt_put(tx_worker(tx), p);
 }
 
-/* Writes data[0, len) of p to the TUN; p stays referenced until done. */
+/* Writes data[0, len) of p to the TUN, through the queue of its flow (see
+ * tun_queue_for); p stays referenced until done. */
 void wg_worker_tun_write(struct wg_worker *w, struct wg_pkt *p, uint8_t *data, uint32_t len)
 {
+	struct wg_device *dev = w->dev;
+	uint32_t hdr = w->vnet ? TUN_VNET_HDR_LEN : 0;
 	struct io_uring_sqe *sqe;
-	struct op *op = wg_worker_prepare(w, OP_TUN_WRITE, &sqe);
+	struct op *op;
+	int fd = w->tun_fd;
 
+	if (dev->n_workers > 1 && len > hdr) {
+		fd = dev->tun_fds[tun_queue_for(data + hdr, len - hdr, (unsigned int)dev->n_workers)];
+		if (fd < 0)
+			fd = w->tun_fd;
+	}
+	op = wg_worker_prepare(w, OP_TUN_WRITE, &sqe);
 	if (!op)
 		return;
 	p->refs++;
 	op->pkt = p;
-	io_uring_prep_write(sqe, w->tun_fd, data, len, 0);
+	io_uring_prep_write(sqe, fd, data, len, 0);
 }
 
 static struct wsock *sock_add(struct wg_worker *w, int fd)

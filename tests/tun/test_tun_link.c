@@ -14,6 +14,8 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <netlink/netlink.h>
 #include <netlink/route/link.h>
@@ -278,6 +280,97 @@ out:
 	nl_socket_free(sk);
 }
 
+static uint16_t ip4_checksum(const uint8_t *h, size_t len)
+{
+	uint32_t sum = 0;
+
+	for (size_t i = 0; i + 1 < len; i += 2)
+		sum += (uint32_t)h[i] << 8 | h[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* Which of the two queues the UDP "pong" comes out of within 1 s: 0, 1, or
+ * -1. Anything else the kernel sends (IPv6 chatter) is skipped. */
+static int queue_with_pong(const int fds[2])
+{
+	struct pollfd p[2] = { { .fd = fds[0], .events = POLLIN }, { .fd = fds[1], .events = POLLIN } };
+	uint8_t buf[2048];
+
+	while (poll(p, 2, 1000) > 0) {
+		for (int i = 0; i < 2; i++) {
+			ssize_t n;
+
+			if (!(p[i].revents & POLLIN))
+				continue;
+			n = read(fds[i], buf, sizeof(buf));
+			if (n == 32 && buf[0] == 0x45 && buf[9] == 17 && memcmp(buf + 28, "pong", 4) == 0)
+				return i;
+		}
+	}
+	return -1;
+}
+
+/* The kernel sends a flow out of the queue its packets were last written
+ * to: a UDP datagram written in through queue tun_queue_for(...) gets its
+ * reply back on that same queue, and over 32 flows both queues are used. */
+static void test_queue_steering(void)
+{
+	char name[IFNAMSIZ];
+	int fds[2], used[2] = { 0, 0 }, s;
+	struct sockaddr_in local = { .sin_family = AF_INET, .sin_port = htons(5000) };
+
+	fds[0] = tun_open("wsteer0", name, true);
+	CHECK(fds[0] >= 0);
+	fds[1] = tun_open_queue(name, false);
+	CHECK(fds[1] >= 0);
+	CHECK(system("sysctl -qw net.ipv6.conf.wsteer0.disable_ipv6=1 && ip link set wsteer0 up && "
+		     "ip addr add 10.9.0.1/24 dev wsteer0") == 0);
+	inet_pton(AF_INET, "10.9.0.1", &local.sin_addr);
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	CHECK(s >= 0);
+	CHECK(bind(s, (struct sockaddr *)&local, sizeof(local)) == 0);
+
+	for (int flow = 0; flow < 32; flow++) {
+		uint8_t pkt[20 + 8 + 4] = { 0x45, 0, 0, sizeof(pkt), 0, 0, 0x40, 0, 64, 17, 0, 0,
+					    10, 9, 0, 2, 10, 9, 0, 1 };
+		uint16_t sport = (uint16_t)(40000 + flow);
+		struct sockaddr_in from;
+		socklen_t from_len = sizeof(from);
+		char got[16];
+		unsigned int q;
+
+		pkt[20] = (uint8_t)(sport >> 8);
+		pkt[21] = (uint8_t)sport;
+		pkt[22] = 5000 >> 8;
+		pkt[23] = 5000 & 0xff;
+		pkt[25] = 12; /* UDP length; checksum 0: none */
+		memcpy(pkt + 28, "ping", 4);
+		{
+			uint16_t c = ip4_checksum(pkt, 20);
+
+			pkt[10] = (uint8_t)(c >> 8);
+			pkt[11] = (uint8_t)c;
+		}
+		q = tun_queue_for(pkt, sizeof(pkt), 2);
+		CHECK(q < 2);
+		CHECK(write(fds[q], pkt, sizeof(pkt)) == (ssize_t)sizeof(pkt));
+		CHECK(recvfrom(s, got, sizeof(got), 0, (struct sockaddr *)&from, &from_len) == 4);
+		CHECK(sendto(s, "pong", 4, 0, (struct sockaddr *)&from, from_len) == 4);
+		CHECK_EQ(queue_with_pong(fds), q);
+		used[q]++;
+	}
+	CHECK(used[0] > 0 && used[1] > 0);
+	/* The same flow always maps to the same queue; short or foreign
+	 * packets to queue 0. */
+	CHECK_EQ(tun_queue_for((const uint8_t *)"\x45", 1, 2), 0);
+	CHECK_EQ(tun_queue_for((const uint8_t *)"hello, this is not an IP packet!", 32, 4), 0);
+	close(s);
+	close(fds[0]);
+	close(fds[1]);
+}
+
 int main(void)
 {
 	const char *skip = geteuid() != 0 ? "needs root"
@@ -293,6 +386,7 @@ int main(void)
 	test_link_ops();
 	test_watch();
 	test_watch_bridge();
+	test_queue_steering();
 	printf("test_tun_link: ok\n");
 	return 0;
 }
