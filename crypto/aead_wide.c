@@ -17,9 +17,9 @@
 
 enum {
 	POLY_KEY_SIZE = 32,
-	/* The first wide pass: block 0 keys Poly1305, blocks 1-15 are the
-	 * first 960 bytes of keystream for the message. */
-	FIRST_DATA = CHACHA20_WIDE_SIZE - CHACHA20_BLOCK_SIZE,
+	/* Messages this short take one 8-block pass (block 0 keys Poly1305,
+	 * blocks 1-7 are their keystream); longer ones start with 16 blocks. */
+	SHORT_LEN = 7 * CHACHA20_BLOCK_SIZE,
 };
 
 /* One MAC context per thread, made on first use and freed (which cleanses
@@ -88,25 +88,25 @@ static bool tag_of(uint8_t tag[AEAD_TAG_SIZE], const uint8_t *ad, size_t ad_len,
 	return EVP_MAC_final(ctx, tag, &out_len, AEAD_TAG_SIZE) == 1 && out_len == AEAD_TAG_SIZE;
 }
 
-/* dst = src XOR the message keystream, the first part from first[]. */
+/* The first pass for a message of len bytes: how many blocks. */
+static unsigned int first_blocks(size_t len)
+{
+	return len <= SHORT_LEN ? 8 : 16;
+}
+
+/* dst = src XOR the message keystream: from first[] (the first pass, after
+ * block 0), then from block first_blocks on. */
 static void crypt(uint8_t *dst, const uint8_t *src, size_t len, const uint8_t *first,
 		  const uint8_t nonce[AEAD_NONCE_SIZE], const uint8_t key[AEAD_KEY_SIZE])
 {
-	size_t n = len < FIRST_DATA ? len : FIRST_DATA, i = 0;
-	const uint8_t *ks = first + CHACHA20_BLOCK_SIZE;
+	unsigned int blocks = first_blocks(len);
+	size_t n = (blocks - 1) * CHACHA20_BLOCK_SIZE;
 
-	for (; i + 8 <= n; i += 8) {
-		uint64_t m, k;
-
-		memcpy(&m, src + i, 8);
-		memcpy(&k, ks + i, 8);
-		m ^= k;
-		memcpy(dst + i, &m, 8);
-	}
-	for (; i < n; i++)
-		dst[i] = src[i] ^ ks[i];
+	if (n > len)
+		n = len;
+	chacha20_xor_stream(dst, src, first + CHACHA20_BLOCK_SIZE, n);
 	if (len > n)
-		chacha20_xor(dst + n, src + n, len - n, key, nonce, CHACHA20_WIDE_SIZE / CHACHA20_BLOCK_SIZE);
+		chacha20_xor(dst + n, src + n, len - n, key, nonce, blocks);
 }
 
 static bool wide_seal(uint8_t *dst, const uint8_t *src, size_t len, const uint8_t *ad,
@@ -118,7 +118,7 @@ static bool wide_seal(uint8_t *dst, const uint8_t *src, size_t len, const uint8_
 
 	if (!chacha20_wide_supported())
 		return false;
-	chacha20_wide(first, key, nonce, 0);
+	chacha20_wide(first, first_blocks(len), key, nonce, 0);
 	crypt(dst, src, len, first, nonce, key);
 	ok = tag_of(dst + len, ad, ad_len, dst, len, first);
 	explicit_bzero(first, sizeof(first));
@@ -136,7 +136,7 @@ static bool wide_open(uint8_t *dst, const uint8_t *src, size_t src_len, const ui
 	if (src_len < AEAD_TAG_SIZE || !chacha20_wide_supported())
 		return false;
 	len = src_len - AEAD_TAG_SIZE;
-	chacha20_wide(first, key, nonce, 0);
+	chacha20_wide(first, first_blocks(len), key, nonce, 0);
 	/* Verify first: nothing is decrypted from a forgery. */
 	ok = tag_of(tag, ad, ad_len, src, len, first) &&
 	     CRYPTO_memcmp(tag, src + len, AEAD_TAG_SIZE) == 0;

@@ -66,8 +66,11 @@ static void test_wide(void)
 		randombytes_buf(key, sizeof(key));
 		randombytes_buf(nonce, sizeof(nonce));
 		crypto_stream_chacha20_ietf_xor_ic(want, zero, sizeof(zero), nonce, counter, key);
-		chacha20_wide(got, key, nonce, counter);
+		chacha20_wide(got, 16, key, nonce, counter);
 		CHECK_MEM(got, want, sizeof(want));
+		memset(got, 0, sizeof(got));
+		chacha20_wide(got, 8, key, nonce, counter);
+		CHECK_MEM(got, want, sizeof(want) / 2);
 	}
 }
 
