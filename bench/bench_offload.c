@@ -129,7 +129,7 @@ int main(int argc, char **argv)
 	report("split (parse + 46 segments)", best, n, PKT_LEN);
 
 	for (int verify = 1; verify >= 0; verify--) {
-		tun_gro_init(&gro, verify);
+		tun_gro_init(&gro, verify, true);
 		if (coalesce_once(segs_n) != segs_n) {
 			fprintf(stderr, "coalesce did not merge all segments\n");
 			return 1;

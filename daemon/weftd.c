@@ -137,8 +137,8 @@ static int worker_plan(int *cpus)
 }
 
 /* Asks the TUN for the most offloads it takes, falling back step by step;
- * each fallback is logged once. */
-static void setup_offloads(int fd)
+ * each fallback is logged once. Returns the TUN_F_* flags it took. */
+static unsigned int setup_offloads(int fd)
 {
 	static const struct {
 		unsigned int flags;
@@ -153,9 +153,10 @@ static void setup_offloads(int fd)
 	for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
 		if (!tun_set_offload(fd, tries[i].flags)) {
 			wg_log(i ? WG_LOG_ERROR : WG_LOG_VERBOSE, "TUN offloads: %s", tries[i].what);
-			return;
+			return tries[i].flags;
 		}
 	}
+	return 0;
 }
 
 static void usage(FILE *f, const char *prog)
@@ -372,6 +373,7 @@ int main(int argc, char **argv)
 	const char *env_off = getenv("WEFT_TUN_OFFLOAD");
 	bool vnet = !(env_off && !strcmp(env_off, "0"));
 	bool foreground = env_fg && !strcmp(env_fg, "1");
+	bool uso = false;
 	bool metrics_public = false;
 	char name[IFNAMSIZ], reload_result[256] = "";
 	struct wg_uapi_server *uapi = NULL;
@@ -449,7 +451,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (vnet)
-		setup_offloads(tun_fds[0]);
+		uso = (setup_offloads(tun_fds[0]) & TUN_F_USO4) != 0;
 	else
 		log_info("TUN offloads off (WEFT_TUN_OFFLOAD=0)");
 	{
@@ -491,6 +493,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	log_info("%d data-path worker%s", n_workers, n_workers > 1 ? "s" : "");
+	dev->tun_uso = uso;
 	dev->on_fatal = request_stop;
 	/* Everything that needs more privilege than the runtime set is open
 	 * now. Capabilities are per thread: drop them before the first thread

@@ -477,7 +477,7 @@ static void regroup(const uint8_t *frame, const struct tun_offload_info *info,
 	struct out_list outs = { outs_buf, 0 };
 	unsigned int k = 0;
 
-	tun_gro_init(&gro, false); /* as the worker */
+	tun_gro_init(&gro, false, true); /* as the worker */
 	for (unsigned int i = 0; i < n; i++) {
 		/* Each buffer has room for the segments behind it, and no more
 		 * (the worker's have more, but an append past this would
@@ -723,7 +723,7 @@ static void run_gro(const uint8_t *data, size_t size, bool verify)
 	unsigned int n = 0, batch_start = 0;
 	size_t at = 0;
 
-	tun_gro_init(&gro, verify);
+	tun_gro_init(&gro, verify, true);
 	while (at + 4 <= size && n < MAX_FED) {
 		struct fed *f = &fed[n];
 		/* The room as tun_gro_add sees it (cap - off), so that the

@@ -381,46 +381,64 @@ int tun_offload_split(const struct tun_offload_info *info, struct tun_offload_se
 
 /* --- GRO --- */
 
-/* What the coalescing code needs of a TCP packet. */
-struct tcp_view {
+/* What the coalescing code needs of a TCP or UDP packet. */
+struct l4_view {
 	uint32_t len;       /* IP total length */
-	uint32_t seq;
-	uint16_t payload;   /* TCP payload bytes */
+	uint32_t seq;       /* TCP */
+	uint16_t payload;   /* L4 payload bytes */
 	uint8_t l3_len;
 	uint8_t l4_len;
-	uint8_t flags;
+	uint8_t flags;      /* TCP */
+	uint8_t proto;
 	bool mergeable;     /* may start or extend a super-packet */
 };
 
 /* A TCP packet whose ports are readable is keyed: it belongs to a flow and
- * takes part in that flow's ordering even if it cannot be merged. */
-static bool view_tcp(const struct tun_gro *gro, const uint8_t *p, size_t len, struct tcp_view *v)
+ * takes part in that flow's ordering even if it cannot be merged. So is a
+ * UDP packet when the table coalesces UDP. */
+static bool view_l4(const struct tun_gro *gro, const uint8_t *p, size_t len, struct l4_view *v)
 {
 	struct ip_view ip;
 	const uint8_t *th;
 
-	if (parse_ip(p, len, &ip) || ip.proto != IPPROTO_TCP || ip.fragment ||
-	    ip.l3_len + (uint32_t)TCP_HDR_MIN > ip.len)
+	if (parse_ip(p, len, &ip) || ip.fragment ||
+	    !(ip.proto == IPPROTO_TCP || (ip.proto == IPPROTO_UDP && gro->udp)))
 		return false;
 	th = p + ip.l3_len;
 	v->len = ip.len;
 	v->l3_len = (uint8_t)ip.l3_len;
-	v->l4_len = (uint8_t)((th[TCP_DOFF] >> 4) * 4);
-	if (v->l4_len < TCP_HDR_MIN || ip.l3_len + v->l4_len > ip.len)
-		return false;
-	v->seq = get32(th + TCP_SEQ);
-	v->flags = th[TCP_FLAGS];
-	v->payload = (uint16_t)(ip.len - ip.l3_len - v->l4_len);
-
-	/* Only plain data segments merge: ACK, and PSH on the last one (no
-	 * SYN, FIN, RST, URG, and no ECN signals, which tcp_gro_receive also
-	 * refuses to fold). IPv4 options and a bad header checksum stop it
-	 * too, as in inet_gro_receive. */
-	v->mergeable = v->payload > 0 && (v->flags == TCP_ACKF || v->flags == (TCP_ACKF | TCP_PSH));
+	v->proto = ip.proto;
+	v->seq = 0;
+	v->flags = 0;
+	if (ip.proto == IPPROTO_UDP) {
+		if (ip.l3_len + (uint32_t)UDP_HDR_LEN > ip.len)
+			return false;
+		v->l4_len = UDP_HDR_LEN;
+		v->payload = (uint16_t)(ip.len - ip.l3_len - UDP_HDR_LEN);
+		/* A UDP length that disagrees with the IP length would not
+		 * survive resegmentation. */
+		v->mergeable = v->payload > 0 && get16(th + UDP_LEN) == ip.len - ip.l3_len;
+	} else {
+		if (ip.l3_len + (uint32_t)TCP_HDR_MIN > ip.len)
+			return false;
+		v->l4_len = (uint8_t)((th[TCP_DOFF] >> 4) * 4);
+		if (v->l4_len < TCP_HDR_MIN || ip.l3_len + v->l4_len > ip.len)
+			return false;
+		v->seq = get32(th + TCP_SEQ);
+		v->flags = th[TCP_FLAGS];
+		v->payload = (uint16_t)(ip.len - ip.l3_len - v->l4_len);
+		/* Only plain data segments merge: ACK, and PSH on the last
+		 * one (no SYN, FIN, RST, URG, and no ECN signals, which
+		 * tcp_gro_receive also refuses to fold). */
+		v->mergeable = v->payload > 0 &&
+			       (v->flags == TCP_ACKF || v->flags == (TCP_ACKF | TCP_PSH));
+	}
+	/* IPv4 options and a bad header checksum stop it too, as in
+	 * inet_gro_receive. */
 	if (v->mergeable && ip.version == 4)
 		v->mergeable = ip.l3_len == IP4_HDR_MIN && tun_csum_finish(tun_csum_add(0, p, IP4_HDR_MIN)) == 0;
 	if (v->mergeable && gro->verify_csum)
-		v->mergeable = tun_csum_finish(tun_csum_add(tun_csum_pseudo(p, IPPROTO_TCP, ip.len - ip.l3_len),
+		v->mergeable = tun_csum_finish(tun_csum_add(tun_csum_pseudo(p, ip.proto, ip.len - ip.l3_len),
 							    th, ip.len - ip.l3_len)) == 0;
 	return true;
 }
@@ -494,12 +512,20 @@ static unsigned int flow_slot(const struct tun_gro *gro, const uint8_t *p, uint8
  * headers apart from lengths, IPv4 ID and checksums (so the kernel's
  * resegmentation gives back what was sent), the next sequence number, and
  * a payload no longer than the first (only the last may be shorter). */
-static bool can_merge(const struct tun_gro_item *it, const uint8_t *p, const struct tcp_view *v)
+static bool can_merge(const struct tun_gro_item *it, const uint8_t *p, const struct l4_view *v)
 {
 	const uint8_t *q = it->pkt, *tp = p + v->l3_len, *tq = q + it->l3_len;
 
-	if (!it->open || !v->mergeable || v->l4_len != it->l4_len || v->seq != it->next_seq ||
+	if (!it->open || !v->mergeable || v->l4_len != it->l4_len ||
 	    v->payload > it->gso_size || it->len + v->payload > it->room)
+		return false;
+	if (v->proto == IPPROTO_UDP) {
+		/* The kernel resegments at most this many datagrams. */
+		if (it->segs >= TUN_GRO_UDP_MAX_SEGS)
+			return false;
+		goto ip_fields;
+	}
+	if (v->seq != it->next_seq)
 		return false;
 	/* Data offset with the reserved and AE bits, acknowledgment, window,
 	 * options: one super-packet carries one copy of each. */
@@ -507,6 +533,7 @@ static bool can_merge(const struct tun_gro_item *it, const uint8_t *p, const str
 	    memcmp(tp + TCP_WIN, tq + TCP_WIN, 2) ||
 	    memcmp(tp + TCP_HDR_MIN, tq + TCP_HDR_MIN, v->l4_len - TCP_HDR_MIN))
 		return false;
+ip_fields:
 	if ((p[0] >> 4) == 6)
 		/* version, traffic class, flow label; hop limit */
 		return memcmp(p, q, 4) == 0 && p[IP6_HOPS] == q[IP6_HOPS];
@@ -517,10 +544,11 @@ static bool can_merge(const struct tun_gro_item *it, const uint8_t *p, const str
 	return (get16(p + IP4_FRAG) & IP4_DF) || get16(p + IP4_ID) == it->next_id;
 }
 
-void tun_gro_init(struct tun_gro *gro, bool verify_csum)
+void tun_gro_init(struct tun_gro *gro, bool verify_csum, bool udp)
 {
 	memset(gro, 0, sizeof(*gro));
 	gro->verify_csum = verify_csum;
+	gro->udp = udp;
 	gro->gen = 1;
 }
 
@@ -528,7 +556,7 @@ int tun_gro_add(struct tun_gro *gro, uint8_t *buf, size_t cap, size_t off, size_
 		void *cookie)
 {
 	struct tun_gro_item *it;
-	struct tcp_view v;
+	struct l4_view v;
 	unsigned int slot = 0;
 	uint8_t *p;
 	bool keyed, found = false;
@@ -537,7 +565,7 @@ int tun_gro_add(struct tun_gro *gro, uint8_t *buf, size_t cap, size_t off, size_
 	if (!buf || off < TUN_VNET_HDR_LEN || off > cap || len == 0 || len > cap - off)
 		return -EINVAL;
 	p = buf + off;
-	keyed = view_tcp(gro, p, len, &v);
+	keyed = view_l4(gro, p, len, &v);
 	if (keyed) {
 		hash = flow_hash(p, v.l3_len);
 		slot = flow_slot(gro, p, v.l3_len, hash, &found);
@@ -552,7 +580,7 @@ int tun_gro_add(struct tun_gro *gro, uint8_t *buf, size_t cap, size_t off, size_
 			it->next_id++;
 			if (v.payload < it->gso_size)
 				it->open = false;
-			if (v.flags & TCP_PSH) {
+			if (v.proto == IPPROTO_TCP && (v.flags & TCP_PSH)) {
 				it->pkt[it->l3_len + TCP_FLAGS] |= TCP_PSH;
 				it->open = false;
 			}
@@ -576,6 +604,7 @@ int tun_gro_add(struct tun_gro *gro, uint8_t *buf, size_t cap, size_t off, size_
 		it->hash = hash;
 		it->l3_len = v.l3_len;
 		it->l4_len = v.l4_len;
+		it->proto = v.proto;
 		it->gso_size = v.payload;
 		it->next_seq = v.seq + v.payload;
 		it->next_id = (uint16_t)((p[0] >> 4) == 4 ? get16(p + IP4_ID) + 1 : 0);
@@ -587,9 +616,9 @@ int tun_gro_add(struct tun_gro *gro, uint8_t *buf, size_t cap, size_t off, size_
 	return TUN_GRO_HELD;
 }
 
-/* Turns an item of several segments into one GSO write: IP lengths, and
- * the TCP checksum field holding the pseudo-header sum over the whole
- * length, as __tcp_v4_send_check leaves it for CHECKSUM_PARTIAL. */
+/* Turns an item of several segments into one GSO write: IP (and UDP)
+ * lengths, and the L4 checksum field holding the pseudo-header sum over
+ * the whole length, as __tcp_v4_send_check leaves it for CHECKSUM_PARTIAL. */
 static void finish_super(const struct tun_gro_item *it, struct tun_vnet_hdr *h)
 {
 	uint8_t *p = it->pkt;
@@ -604,15 +633,22 @@ static void finish_super(const struct tun_gro_item *it, struct tun_vnet_hdr *h)
 		/* The header checksum was verified when the item opened. */
 		put16(p + IP4_CSUM, tun_csum_replace16(get16(p + IP4_CSUM), old, (uint16_t)it->len));
 	}
-	put16(p + it->l3_len + TCP_CSUM_OFF,
-	      tun_csum_fold(tun_csum_pseudo(p, IPPROTO_TCP, it->len - it->l3_len)));
-
+	if (it->proto == IPPROTO_UDP) {
+		put16(p + it->l3_len + UDP_LEN, (uint16_t)(it->len - it->l3_len));
+		put16(p + it->l3_len + UDP_CSUM_OFF,
+		      tun_csum_fold(tun_csum_pseudo(p, IPPROTO_UDP, it->len - it->l3_len)));
+		h->gso_type = VIRTIO_NET_HDR_GSO_UDP_L4;
+		h->csum_offset = htole16(UDP_CSUM_OFF);
+	} else {
+		put16(p + it->l3_len + TCP_CSUM_OFF,
+		      tun_csum_fold(tun_csum_pseudo(p, IPPROTO_TCP, it->len - it->l3_len)));
+		h->gso_type = v6 ? VIRTIO_NET_HDR_GSO_TCPV6 : VIRTIO_NET_HDR_GSO_TCPV4;
+		h->csum_offset = htole16(TCP_CSUM_OFF);
+	}
 	h->flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
-	h->gso_type = v6 ? VIRTIO_NET_HDR_GSO_TCPV6 : VIRTIO_NET_HDR_GSO_TCPV4;
 	h->hdr_len = htole16((uint16_t)(it->l3_len + it->l4_len));
 	h->gso_size = htole16(it->gso_size);
 	h->csum_start = htole16(it->l3_len);
-	h->csum_offset = htole16(TCP_CSUM_OFF);
 }
 
 int tun_gro_finish(struct tun_gro *gro, struct tun_gro_out *out, unsigned int n_out)

@@ -116,6 +116,9 @@ enum {
 	TUN_GRO_MAX_ITEMS = 256,
 	/* Flow hash slots: a power of two, at most half of them in use. */
 	TUN_GRO_SLOTS = 2 * TUN_GRO_MAX_ITEMS,
+	/* Datagrams in one UDP super-packet (the kernel's UDP_MAX_SEGMENTS
+	 * was 64 before Linux 6.2). */
+	TUN_GRO_UDP_MAX_SEGS = 64,
 };
 
 /* One pending TUN write. Private to offload.c. */
@@ -130,8 +133,9 @@ struct tun_gro_item {
 	uint16_t segs;       /* segments merged in (1: none yet) */
 	uint16_t next_id;    /* IPv4 ID that may follow (without DF) */
 	uint8_t l3_len;      /* IP header length */
-	uint8_t l4_len;      /* TCP header length */
-	bool keyed;          /* a TCP flow's packet: in the flow table */
+	uint8_t l4_len;      /* TCP or UDP header length */
+	uint8_t proto;       /* IPPROTO_TCP or IPPROTO_UDP (keyed items) */
+	bool keyed;          /* a TCP (or UDP) flow's packet: in the flow table */
 	bool open;           /* may still take segments */
 };
 
@@ -139,7 +143,8 @@ struct tun_gro_item {
  * the caller's buffers from tun_gro_add until tun_gro_finish. About 16 KiB:
  * embed it in the worker, do not put it on a small stack. */
 struct tun_gro {
-	bool verify_csum;          /* check each TCP checksum before merging */
+	bool verify_csum;          /* check each TCP/UDP checksum before merging */
+	bool udp;                  /* coalesce UDP datagrams too (GSO_UDP_L4) */
 	uint16_t n_items;
 	uint32_t gen;              /* slots of another generation are empty */
 	struct {
@@ -159,8 +164,11 @@ struct tun_gro_out {
 
 /* verify_csum: merge only segments whose TCP checksum is right, as Linux
  * GRO does (a merged super-packet is written as NEEDS_CSUM, which the
- * kernel trusts). Turn it off only if the sender is trusted to be right. */
-void tun_gro_init(struct tun_gro *gro, bool verify_csum);
+ * kernel trusts). Turn it off only if the sender is trusted to be right.
+ * udp: also merge consecutive datagrams of one UDP flow of one size (the
+ * last may be shorter) into a GSO_UDP_L4 super-packet; only for a writer
+ * whose kernel takes USO (TUN_F_USO4/6 accepted). */
+void tun_gro_init(struct tun_gro *gro, bool verify_csum, bool udp);
 
 enum tun_gro_result {
 	TUN_GRO_HELD = 0,    /* the buffer now belongs to the table until finish */

@@ -46,6 +46,7 @@ struct wg_device {
 	int cpus[WG_MAX_WORKERS];     /* each worker's CPU, -1: not pinned */
 	int n_workers;
 	bool tun_vnet;                /* TUN opened with IFF_VNET_HDR + offloads */
+	bool tun_uso;                 /* ... and it takes UDP GSO writes (USO) */
 	unsigned int socket_flags;    /* enum wg_socket_flags, from the environment */
 	unsigned int mtu;
 

@@ -450,13 +450,13 @@ static void gro_flush(struct wg_worker *w)
 
 /* An inner packet from the tunnel for the host or a VM (port): TCP goes
  * through the coalescing table (copied into a buffer with room to grow)
- * where the way out takes super-packets, anything else leaves from where
- * it lies. */
+ * where the way out takes super-packets, and so does UDP for a TUN that
+ * takes UDP GSO writes; anything else leaves from where it lies. */
 static void deliver(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t len,
 		    struct wg_port *port)
 {
-	bool tcp = (ip[0] >> 4 == 4 && len >= 20 && ip[9] == 6) ||
-		   (ip[0] >> 4 == 6 && len >= 40 && ip[6] == 6);
+	uint8_t proto = ip[0] >> 4 == 4 && len >= 20 ? ip[9] : ip[0] >> 4 == 6 && len >= 40 ? ip[6] : 0;
+	bool tcp = proto == IPPROTO_TCP;
 	bool coalesce;
 	struct wg_pkt *spare;
 	int ret;
@@ -467,7 +467,8 @@ static void deliver(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t
 		port_count(&port->counters, tx_bytes, len);
 		port = NULL;
 	}
-	coalesce = tcp && (port || w->vnet);
+	coalesce = (tcp && (port || w->vnet)) ||
+		   (proto == IPPROTO_UDP && !port && w->vnet && w->dev->tun_uso);
 
 	if (coalesce && !w->gro_spare)
 		w->gro_spare = pkt_get(w);
@@ -930,7 +931,7 @@ int wg_worker_start(struct wg_device *dev, int id, int tun_fd, int cpu, struct w
 	 * on the wire cannot reach the table, so the TCP checksum pass that
 	 * Linux GRO makes would only cost time (kernel WireGuard likewise marks
 	 * decrypted packets CHECKSUM_UNNECESSARY). */
-	tun_gro_init(&w->gro, false);
+	tun_gro_init(&w->gro, false, dev->tun_uso);
 	w->wake_fd = eventfd(0, EFD_CLOEXEC);
 	if (!w->ops || !w->batches || w->wake_fd < 0 ||
 	    wg_pktpool_init(&w->big, POOL_BIG, BIG_POOL, WG_PKT_BUF_SIZE) ||

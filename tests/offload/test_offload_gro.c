@@ -3,7 +3,9 @@
  * split(x); interleaved flows come out separately and in order; a table of
  * refusals (other flow, sequence gap, options, SYN/FIN/RST/URG, IP fields,
  * PSH placement, bad checksums, ...) each leaves the packets apart; UDP
- * passes through; the 64 KiB limit, a full table and bad arguments. */
+ * datagrams of one flow and size merge into a GSO_UDP_L4 super-packet (at
+ * most 64), and pass through when the writer has no USO; the 64 KiB limit,
+ * a full table and bad arguments. */
 #include "offload_test.h"
 
 #include <errno.h>
@@ -222,7 +224,8 @@ static uint32_t check_outputs(const struct tun_gro_out *out, int n)
 		CHECK(out[i].len - TUN_VNET_HDR_LEN <= 65535, "output %d too long", i);
 		if (err)
 			continue;
-		CHECK((info.kind == TUN_OFFLOAD_TCP) == (out[i].segs > 1), "output %d kind", i);
+		CHECK((info.kind == TUN_OFFLOAD_TCP || info.kind == TUN_OFFLOAD_UDP) == (out[i].segs > 1),
+		      "output %d kind", i);
 		for (k = 0; k < TUN_OFFLOAD_MAX_SEGS; k++) {
 			segs[k].buf = space[k];
 			segs[k].cap = sizeof(space[k]);
@@ -248,6 +251,7 @@ enum mut {
 	M_NODF_ID_OK, M_NODF_ID_JUMP, M_DF_ID_JUMP, M_PSH_LAST, M_PSH_FIRST, M_PSH_MIDDLE,
 	M_SHORT_MIDDLE, M_PURE_ACK, M_BAD_CSUM, M_BAD_CSUM_TRUSTED, M_BAD_IPCSUM, M_IPOPTS,
 	M_FRAG, M_UDP, M_SMALL_BUF, M_TCP_AE, M_IPOPT_ACK,
+	M_UDP_MERGE, M_UDP_LONGER, M_UDP_SHORT_MIDDLE, M_UDP_PORT, M_UDP_TTL,
 };
 
 struct gro_case {
@@ -294,7 +298,13 @@ static const struct gro_case cases[] = {
 	{ "bad IPv4 header checksum", M_BAD_IPCSUM, false, 2, 2 },
 	{ "IPv4 options", M_IPOPTS, false, 2, 2 },
 	{ "IPv4 fragment", M_FRAG, false, 2, 2 },
-	{ "UDP", M_UDP, true, 3, 3 },
+	{ "UDP, writer without USO", M_UDP, true, 3, 3 },
+	{ "UDP datagrams of one flow", M_UDP_MERGE, false, 3, 1 },
+	{ "UDP datagrams of one flow, v6", M_UDP_MERGE, true, 3, 1 },
+	{ "UDP datagram longer than the first", M_UDP_LONGER, false, 2, 2 },
+	{ "short UDP datagram ends it", M_UDP_SHORT_MIDDLE, true, 3, 2 },
+	{ "UDP, other port", M_UDP_PORT, false, 2, 2 },
+	{ "UDP, TTL", M_UDP_TTL, true, 2, 2 },
 	{ "first buffer too small", M_SMALL_BUF, false, 2, 2 },
 	{ "TCP AE bit", M_TCP_AE, true, 2, 2 },
 	{ "pure ACK with IPv4 options keeps its place", M_IPOPT_ACK, false, 3, 3 },
@@ -307,7 +317,8 @@ static void mutate_gen(enum mut m, struct gen *g, int i)
 		g->df = false;
 	if (m == M_IPOPTS)
 		g->ip_opt_len = 4;
-	if (m == M_UDP)
+	if (m == M_UDP || m == M_UDP_MERGE || m == M_UDP_LONGER || m == M_UDP_SHORT_MIDDLE ||
+	    m == M_UDP_PORT || m == M_UDP_TTL)
 		g->udp = true;
 	if (m == M_PSH_FIRST && i == 0)
 		g->tcp_flags |= 0x08;
@@ -341,6 +352,10 @@ static void mutate_gen(enum mut m, struct gen *g, int i)
 	case M_IPOPT_ACK: if (i == 1) g->payload = 0, g->ip_opt_len = 4; break;
 	case M_FRAG: g->df = false; break;
 	case M_TCP_AE: g->tcp_res = 1; break;
+	case M_UDP_LONGER: g->payload++; break;
+	case M_UDP_SHORT_MIDDLE: if (i == 1) g->payload -= 100; break;
+	case M_UDP_PORT: g->dport++; break;
+	case M_UDP_TTL: g->ttl--; break;
 	default: break;
 	}
 }
@@ -357,7 +372,7 @@ static void refusals(void)
 		struct gen g;
 		int nout;
 
-		tun_gro_init(&gro, tc->mut != M_BAD_CSUM_TRUSTED);
+		tun_gro_init(&gro, tc->mut != M_BAD_CSUM_TRUSTED, tc->mut != M_UDP);
 		gen_default(&g, tc->v6, false);
 		g.mss = 1000;
 		seq = g.seq;
@@ -405,7 +420,7 @@ static void refusals(void)
 			CHECK(out[0].data[TUN_VNET_HDR_LEN + 40 + 13] == 0x18, "PSH not carried");
 		free_bufs();
 	}
-	tun_gro_init(&gro, true);
+	tun_gro_init(&gro, true, true);
 }
 
 /* A long run of one flow: writes stop at 65535 bytes and carry it all. */
@@ -470,13 +485,48 @@ static void limits(void)
 	free_bufs();
 }
 
+/* 70 datagrams of one UDP flow: the kernel resegments at most 64 per
+ * write, so they come out as 64 + 6. */
+static void udp_segment_limit(void)
+{
+	struct tun_gro_out out[4];
+	uint8_t pkt[300];
+	struct gen g;
+	uint32_t fed = 0;
+	int nout;
+
+	tun_gro_init(&gro, true, true);
+	gen_default(&g, false, false);
+	g.udp = true;
+	g.payload = 100;
+	for (int i = 0; i < 70; i++) {
+		uint32_t len;
+
+		g.id = (uint16_t)(100 + i);
+		fill_random(payload, g.payload);
+		len = gen_packet(pkt, &g, payload);
+		naive_complete(pkt, &g);
+		CHECK(feed(pkt, len, BIG) >= 0, "datagram %d", i);
+		fed += g.payload;
+	}
+	nout = tun_gro_finish(&gro, out, 4);
+	CHECK(nout == 2, "UDP limit: %d writes", nout);
+	if (nout == 2) {
+		CHECK(out[0].segs == TUN_GRO_UDP_MAX_SEGS && out[1].segs == 70 - TUN_GRO_UDP_MAX_SEGS,
+		      "UDP limit: %u + %u", out[0].segs, out[1].segs);
+		CHECK(check_outputs(out, nout) == fed, "UDP limit: payload bytes");
+	}
+	free_bufs();
+}
+
 int main(void)
 {
-	tun_gro_init(&gro, true);
+	tun_gro_init(&gro, true, true);
 	roundtrip();
 	interleaved();
 	refusals();
 	size_limit();
 	limits();
+	udp_segment_limit();
 	return t_exit("test_offload_gro");
 }

@@ -239,7 +239,7 @@ static void fuzz_gro(void)
 	static struct tun_gro_out out[TUN_GRO_MAX_ITEMS];
 	uint8_t *held[16];
 
-	tun_gro_init(&gro, true);
+	tun_gro_init(&gro, true, true);
 	for (int iter = 0; iter < 3000; iter++) {
 		struct gen g;
 		int nout, nb = 0;
