@@ -4,7 +4,10 @@
  * adding the words one by one (RFC 1071, section 2). */
 #include "tun/csum.h"
 
+#include <stdbool.h>
 #include <string.h>
+
+#include <immintrin.h>
 
 /* Bytes summed between two folds of the accumulator: each 8-byte step adds
  * less than 2^33, so 2^30 bytes add less than 2^60 and never overflow. */
@@ -60,17 +63,60 @@ static uint64_t sum_chunk(const uint8_t *p, size_t len)
 	return reduce(a) + reduce(b);
 }
 
+/* The same with AVX2, 64 bytes a step: each 64-bit lane adds the two
+ * 32-bit halves of its word, as the scalar loop does. */
+__attribute__((target("avx2"))) static uint64_t sum_chunk_avx2(const uint8_t *p, size_t len)
+{
+	const __m256i low = _mm256_set1_epi64x(0xffffffff);
+	__m256i a = _mm256_setzero_si256(), b = _mm256_setzero_si256();
+	uint64_t lanes[4], s = 0;
+
+	while (len >= 64) {
+		__m256i x = _mm256_loadu_si256((const __m256i *)p);
+		__m256i y = _mm256_loadu_si256((const __m256i *)(p + 32));
+
+		a = _mm256_add_epi64(a, _mm256_and_si256(x, low));
+		b = _mm256_add_epi64(b, _mm256_srli_epi64(x, 32));
+		a = _mm256_add_epi64(a, _mm256_and_si256(y, low));
+		b = _mm256_add_epi64(b, _mm256_srli_epi64(y, 32));
+		p += 64;
+		len -= 64;
+	}
+	_mm256_storeu_si256((__m256i *)lanes, _mm256_add_epi64(a, b));
+	for (int i = 0; i < 4; i++)
+		s += reduce(lanes[i]);
+	return reduce(s) + sum_chunk(p, len);
+}
+
+static bool have_avx2(void)
+{
+	static int cached = -1;
+	int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+		__builtin_cpu_init();
+		v = __builtin_cpu_supports("avx2");
+		__atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+static uint64_t sum_any(const uint8_t *p, size_t len)
+{
+	return len >= 128 && have_avx2() ? sum_chunk_avx2(p, len) : sum_chunk(p, len);
+}
+
 tun_csum_t tun_csum_add(tun_csum_t sum, const void *data, size_t len)
 {
 	const uint8_t *p = data;
 
 	sum = reduce(sum);
 	while (len > CHUNK_MAX) {
-		sum = reduce(sum + sum_chunk(p, CHUNK_MAX));
+		sum = reduce(sum + sum_any(p, CHUNK_MAX));
 		p += CHUNK_MAX;
 		len -= CHUNK_MAX;
 	}
-	return reduce(sum + sum_chunk(p, len));
+	return reduce(sum + sum_any(p, len));
 }
 
 uint16_t tun_csum_fold(tun_csum_t sum)
