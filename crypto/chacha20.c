@@ -96,37 +96,48 @@ static void xor_blocks(uint8_t *dst, const uint8_t *src, size_t len, uint32_t in
 #define WIDE __attribute__((target("avx512f,avx512bw,avx512vl")))
 #define WIDE_INLINE __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) static inline
 
-/* Ten double rounds over x[16], one block per lane, for any register width
- * (ADD, XOR and ROL are the width's intrinsics). */
-#define QRV(a, b, c, d)                                                 \
-	do {                                                            \
-		a = ADD(a, b); d = XOR(d, a); d = ROL(d, 16);           \
-		c = ADD(c, d); b = XOR(b, c); b = ROL(b, 12);           \
-		a = ADD(a, b); d = XOR(d, a); d = ROL(d, 8);            \
-		c = ADD(c, d); b = XOR(b, c); b = ROL(b, 7);            \
+/* The intrinsics of one register width, by prefix: _mm512 or _mm256. */
+#define ADD(W, a, b) W##_add_epi32(a, b)
+#define XOR(W, a, b) W##_xor_epi32(a, b)
+#define ROL(W, a, n) W##_rol_epi32(a, n)
+
+/* Ten double rounds over x[16], one block per lane, for register width W. */
+#define QRV(W, a, b, c, d)                                                       \
+	do {                                                                     \
+		a = ADD(W, a, b); d = XOR(W, d, a); d = ROL(W, d, 16);           \
+		c = ADD(W, c, d); b = XOR(W, b, c); b = ROL(W, b, 12);           \
+		a = ADD(W, a, b); d = XOR(W, d, a); d = ROL(W, d, 8);            \
+		c = ADD(W, c, d); b = XOR(W, b, c); b = ROL(W, b, 7);            \
 	} while (0)
-#define DOUBLE_ROUNDS(x)                                                \
-	for (int r = 0; r < 10; r++) {                                  \
-		QRV(x[0], x[4], x[8], x[12]);                           \
-		QRV(x[1], x[5], x[9], x[13]);                           \
-		QRV(x[2], x[6], x[10], x[14]);                          \
-		QRV(x[3], x[7], x[11], x[15]);                          \
-		QRV(x[0], x[5], x[10], x[15]);                          \
-		QRV(x[1], x[6], x[11], x[12]);                          \
-		QRV(x[2], x[7], x[8], x[13]);                           \
-		QRV(x[3], x[4], x[9], x[14]);                           \
+#define DOUBLE_ROUNDS(W, x)                                                      \
+	for (int r = 0; r < 10; r++) {                                           \
+		QRV(W, x[0], x[4], x[8], x[12]);                                 \
+		QRV(W, x[1], x[5], x[9], x[13]);                                 \
+		QRV(W, x[2], x[6], x[10], x[14]);                                \
+		QRV(W, x[3], x[7], x[11], x[15]);                                \
+		QRV(W, x[0], x[5], x[10], x[15]);                                \
+		QRV(W, x[1], x[6], x[11], x[12]);                                \
+		QRV(W, x[2], x[7], x[8], x[13]);                                 \
+		QRV(W, x[3], x[4], x[9], x[14]);                                 \
 	}
 
-/* Transposes four registers of 4 words each (words w..w+3 of all blocks)
- * so that 128-bit lane L of register j holds those words of block 4L+j. */
-#define TRANSPOSE4(T, a, b, c, d)                                        \
-	do {                                                             \
-		T t0 = UNPACKLO32(a, b), t1 = UNPACKHI32(a, b);          \
-		T t2 = UNPACKLO32(c, d), t3 = UNPACKHI32(c, d);          \
-		a = UNPACKLO64(t0, t2);                                  \
-		b = UNPACKHI64(t0, t2);                                  \
-		c = UNPACKLO64(t1, t3);                                  \
-		d = UNPACKHI64(t1, t3);                                  \
+/* Adds the input back, then transposes each group of four registers
+ * (words 4g..4g+3 of all blocks) so that 128-bit lane L of register 4g+j
+ * holds those words of block 4L+j. T is the register type. */
+#define FINISH(W, T, x, s)                                                       \
+	do {                                                                     \
+		for (int i = 0; i < 16; i++)                                     \
+			x[i] = ADD(W, x[i], s[i]);                               \
+		for (int g = 0; g < 16; g += 4) {                                \
+			T t0 = W##_unpacklo_epi32(x[g], x[g + 1]);               \
+			T t1 = W##_unpackhi_epi32(x[g], x[g + 1]);               \
+			T t2 = W##_unpacklo_epi32(x[g + 2], x[g + 3]);           \
+			T t3 = W##_unpackhi_epi32(x[g + 2], x[g + 3]);           \
+			x[g] = W##_unpacklo_epi64(t0, t2);                       \
+			x[g + 1] = W##_unpackhi_epi64(t0, t2);                   \
+			x[g + 2] = W##_unpacklo_epi64(t1, t3);                   \
+			x[g + 3] = W##_unpackhi_epi64(t1, t3);                   \
+		}                                                                \
 	} while (0)
 
 /* Blocks counter..counter+15 of the state in[]: block b in ks[b] (64 bytes,
@@ -141,27 +152,8 @@ WIDE_INLINE void wide_blocks(__m512i ks[16], const uint32_t in[16])
 							 7, 6, 5, 4, 3, 2, 1, 0));
 	for (int i = 0; i < 16; i++)
 		x[i] = s[i];
-#define ADD _mm512_add_epi32
-#define XOR _mm512_xor_si512
-#define ROL _mm512_rol_epi32
-#define UNPACKLO32 _mm512_unpacklo_epi32
-#define UNPACKHI32 _mm512_unpackhi_epi32
-#define UNPACKLO64 _mm512_unpacklo_epi64
-#define UNPACKHI64 _mm512_unpackhi_epi64
-	DOUBLE_ROUNDS(x);
-	for (int i = 0; i < 16; i++)
-		x[i] = ADD(x[i], s[i]);
-	/* Group g = words 4g..4g+3: lane L of x[4g+j] now holds them for
-	 * block 4L+j. */
-	for (int g = 0; g < 4; g++)
-		TRANSPOSE4(__m512i, x[4 * g], x[4 * g + 1], x[4 * g + 2], x[4 * g + 3]);
-#undef ADD
-#undef XOR
-#undef ROL
-#undef UNPACKLO32
-#undef UNPACKHI32
-#undef UNPACKLO64
-#undef UNPACKHI64
+	DOUBLE_ROUNDS(_mm512, x);
+	FINISH(_mm512, __m512i, x, s);
 	/* For each j, a 4x4 transpose of 128-bit lanes across the groups. */
 	for (int j = 0; j < 4; j++) {
 		__m512i a = _mm512_shuffle_i32x4(x[j], x[4 + j], 0x44);
@@ -188,25 +180,8 @@ WIDE_INLINE void half_blocks(__m256i lo[8], __m256i hi[8], const uint32_t in[16]
 	s[12] = _mm256_add_epi32(s[12], _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0));
 	for (int i = 0; i < 16; i++)
 		x[i] = s[i];
-#define ADD _mm256_add_epi32
-#define XOR _mm256_xor_si256
-#define ROL _mm256_rol_epi32
-#define UNPACKLO32 _mm256_unpacklo_epi32
-#define UNPACKHI32 _mm256_unpackhi_epi32
-#define UNPACKLO64 _mm256_unpacklo_epi64
-#define UNPACKHI64 _mm256_unpackhi_epi64
-	DOUBLE_ROUNDS(x);
-	for (int i = 0; i < 16; i++)
-		x[i] = ADD(x[i], s[i]);
-	for (int g = 0; g < 4; g++)
-		TRANSPOSE4(__m256i, x[4 * g], x[4 * g + 1], x[4 * g + 2], x[4 * g + 3]);
-#undef ADD
-#undef XOR
-#undef ROL
-#undef UNPACKLO32
-#undef UNPACKHI32
-#undef UNPACKLO64
-#undef UNPACKHI64
+	DOUBLE_ROUNDS(_mm256, x);
+	FINISH(_mm256, __m256i, x, s);
 	/* Lane L of x[4g+j]: words 4g..4g+3 of block 4L+j. */
 	for (int j = 0; j < 4; j++) {
 		lo[j] = _mm256_permute2x128_si256(x[j], x[4 + j], 0x20);
@@ -216,9 +191,12 @@ WIDE_INLINE void half_blocks(__m256i lo[8], __m256i hi[8], const uint32_t in[16]
 	}
 }
 
+#undef ADD
+#undef XOR
+#undef ROL
 #undef QRV
 #undef DOUBLE_ROUNDS
-#undef TRANSPOSE4
+#undef FINISH
 
 WIDE void chacha20_wide(uint8_t *out, unsigned int blocks, const uint8_t key[CHACHA20_KEY_SIZE],
 			const uint8_t nonce[CHACHA20_NONCE_SIZE], uint32_t counter)
