@@ -265,6 +265,8 @@ static void choose_aead(void)
 			}
 		}
 	}
+	if (forced && !aead_by_name(forced))
+		log_error("WEFT_AEAD=%s: no such backend (sodium, openssl, avx512); not used", forced);
 	if (b)
 		log_info("using %s for ChaCha20-Poly1305", b->name);
 }
