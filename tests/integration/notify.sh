@@ -77,7 +77,7 @@ wait_for 10 grep -qx READY=1 "$WORK/notify-a.log" || fail "no READY=1: $(cat "$W
 [[ -S $WG_SOCK_DIR/$IF_A.sock ]] || fail "READY=1 before the UAPI socket"
 ip -n "$NS_A" link show "$TAP1" >/dev/null || fail "READY=1 before the ports file's tap"
 status=$(last_status "$WORK/notify-a.log")
-[[ $status =~ ^STATUS=$IF_A\ up:\ 0\ peers,\ 1\ port,\ [0-9]+\ workers?,\ (sodium|openssl)\; ]] ||
+[[ $status =~ ^STATUS=$IF_A\ up:\ 0\ peers,\ 1\ port,\ [0-9]+\ workers?,\ (sodium|openssl|avx512)\; ]] ||
 	fail "STATUS line: $status"
 log "$status"
 # READY=1 and STATUS= came in one datagram.
