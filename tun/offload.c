@@ -469,11 +469,12 @@ static uint32_t flow_hash(const uint8_t *p, uint8_t l3_len)
 	return (uint32_t)(h >> 32);
 }
 
-static bool same_flow(const struct tun_gro_item *it, const uint8_t *p, uint8_t l3_len)
+static bool same_flow(const struct tun_gro_item *it, const uint8_t *p, uint8_t l3_len,
+		      uint8_t proto)
 {
 	const uint8_t *q = it->pkt;
 
-	if ((q[0] >> 4) != (p[0] >> 4))
+	if (it->proto != proto || (q[0] >> 4) != (p[0] >> 4))
 		return false;
 	if ((p[0] >> 4) == 6) {
 		if (memcmp(q + IP6_SRC, p + IP6_SRC, 32))
@@ -488,7 +489,7 @@ static bool same_flow(const struct tun_gro_item *it, const uint8_t *p, uint8_t l
 
 /* The slot of p's flow: the one holding it, or the empty one to take. */
 static unsigned int flow_slot(const struct tun_gro *gro, const uint8_t *p, uint8_t l3_len,
-			      uint32_t hash, bool *found)
+			      uint8_t proto, uint32_t hash, bool *found)
 {
 	unsigned int s = hash & (TUN_GRO_SLOTS - 1);
 
@@ -500,7 +501,7 @@ static unsigned int flow_slot(const struct tun_gro *gro, const uint8_t *p, uint8
 			return s;
 		}
 		it = &gro->items[gro->slots[s].item];
-		if (it->hash == hash && same_flow(it, p, l3_len)) {
+		if (it->hash == hash && same_flow(it, p, l3_len, proto)) {
 			*found = true;
 			return s;
 		}
@@ -512,19 +513,32 @@ static unsigned int flow_slot(const struct tun_gro *gro, const uint8_t *p, uint8
  * headers apart from lengths, IPv4 ID and checksums (so the kernel's
  * resegmentation gives back what was sent), the next sequence number, and
  * a payload no longer than the first (only the last may be shorter). */
+/* The IP fields a super-packet carries one copy of: the same in p as in
+ * the item's first packet, and for IPv4 without DF, IDs that count up as
+ * a sender's segmentation made them (with DF the ID carries nothing). */
+static bool same_ip_fields(const struct tun_gro_item *it, const uint8_t *p)
+{
+	const uint8_t *q = it->pkt;
+
+	if ((p[0] >> 4) == 6)
+		/* version, traffic class, flow label; hop limit */
+		return memcmp(p, q, 4) == 0 && p[IP6_HOPS] == q[IP6_HOPS];
+	/* TOS, TTL, DF */
+	if (p[1] != q[1] || p[IP4_TTL] != q[IP4_TTL] || ((p[IP4_FRAG] ^ q[IP4_FRAG]) & 0xe0))
+		return false;
+	return (get16(p + IP4_FRAG) & IP4_DF) || get16(p + IP4_ID) == it->next_id;
+}
+
 static bool can_merge(const struct tun_gro_item *it, const uint8_t *p, const struct l4_view *v)
 {
-	const uint8_t *q = it->pkt, *tp = p + v->l3_len, *tq = q + it->l3_len;
+	const uint8_t *tp = p + v->l3_len, *tq = it->pkt + it->l3_len;
 
 	if (!it->open || !v->mergeable || v->l4_len != it->l4_len ||
 	    v->payload > it->gso_size || it->len + v->payload > it->room)
 		return false;
-	if (v->proto == IPPROTO_UDP) {
-		/* The kernel resegments at most this many datagrams. */
-		if (it->segs >= TUN_GRO_UDP_MAX_SEGS)
-			return false;
-		goto ip_fields;
-	}
+	/* The kernel resegments at most this many datagrams. */
+	if (v->proto == IPPROTO_UDP)
+		return it->segs < TUN_GRO_UDP_MAX_SEGS && same_ip_fields(it, p);
 	if (v->seq != it->next_seq)
 		return false;
 	/* Data offset with the reserved and AE bits, acknowledgment, window,
@@ -533,15 +547,7 @@ static bool can_merge(const struct tun_gro_item *it, const uint8_t *p, const str
 	    memcmp(tp + TCP_WIN, tq + TCP_WIN, 2) ||
 	    memcmp(tp + TCP_HDR_MIN, tq + TCP_HDR_MIN, v->l4_len - TCP_HDR_MIN))
 		return false;
-ip_fields:
-	if ((p[0] >> 4) == 6)
-		/* version, traffic class, flow label; hop limit */
-		return memcmp(p, q, 4) == 0 && p[IP6_HOPS] == q[IP6_HOPS];
-	/* TOS, TTL, DF. Without DF the IDs must count up, as a sender's
-	 * segmentation made them; with DF the ID carries nothing. */
-	if (p[1] != q[1] || p[IP4_TTL] != q[IP4_TTL] || ((p[IP4_FRAG] ^ q[IP4_FRAG]) & 0xe0))
-		return false;
-	return (get16(p + IP4_FRAG) & IP4_DF) || get16(p + IP4_ID) == it->next_id;
+	return same_ip_fields(it, p);
 }
 
 void tun_gro_init(struct tun_gro *gro, bool verify_csum, bool udp)
@@ -568,7 +574,7 @@ int tun_gro_add(struct tun_gro *gro, uint8_t *buf, size_t cap, size_t off, size_
 	keyed = view_l4(gro, p, len, &v);
 	if (keyed) {
 		hash = flow_hash(p, v.l3_len);
-		slot = flow_slot(gro, p, v.l3_len, hash, &found);
+		slot = flow_slot(gro, p, v.l3_len, v.proto, hash, &found);
 	}
 	if (found) {
 		it = &gro->items[gro->slots[slot].item];
