@@ -516,10 +516,10 @@ static uint32_t get_le32(const uint8_t *p)
 
 /* ---- the model ------------------------------------------------------------ */
 
-/* wg_receive's gate: the type byte and the exact size. */
+/* wg_receive's gate: the type word (reserved bytes zero) and the exact size. */
 static bool queued_by_receive(const uint8_t *msg, size_t len)
 {
-	if (len < sizeof(struct wg_message_header))
+	if (len < sizeof(struct wg_message_header) || msg[1] || msg[2] || msg[3])
 		return false;
 	switch (msg[0]) {
 	case WG_MSG_HANDSHAKE_INITIATION:

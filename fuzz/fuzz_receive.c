@@ -248,8 +248,8 @@ static void prepare(uint64_t now)
 /* The naive model of wg_receive's gate for handshake messages. */
 static bool queued_model(const uint8_t *d, size_t len)
 {
-	if (len < 4)
-		return false;
+	if (len < 4 || d[1] || d[2] || d[3])
+		return false; /* the reserved bytes of the type word must be zero */
 	return (d[0] == WG_MSG_HANDSHAKE_INITIATION && len == sizeof(struct wg_msg_initiation)) ||
 	       (d[0] == WG_MSG_HANDSHAKE_RESPONSE && len == sizeof(struct wg_msg_response)) ||
 	       (d[0] == WG_MSG_HANDSHAKE_COOKIE && len == sizeof(struct wg_msg_cookie));

@@ -201,6 +201,11 @@ uint32_t wg_receive_from(struct wg_device *dev, uint8_t *data, uint32_t len,
 
 	if (len < sizeof(struct wg_message_header))
 		goto malformed;
+	/* The type is a little-endian 32-bit word on the wire: kernel WireGuard
+	 * and wireguard-go compare all four bytes, so a message whose three
+	 * reserved bytes are not zero is of no known type. */
+	if (data[1] | data[2] | data[3])
+		goto malformed;
 	switch (data[0]) {
 	case WG_MSG_DATA:
 		if (len < WG_MSG_DATA_MIN)

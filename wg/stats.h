@@ -16,7 +16,7 @@
 	X(drop_unknown_index)    /* receiver index names no keypair */         \
 	X(drop_decrypt)          /* authentication failed */                   \
 	X(drop_key_expired)      /* keypair too old or exhausted */            \
-	X(drop_malformed)        /* bad type, size or inner header */          \
+	X(drop_malformed)        /* bad type word, size or inner header */     \
 	X(drop_no_route)         /* TUN packet for no peer */                  \
 	X(drop_no_endpoint)      /* peer without an endpoint */                \
 	X(drop_staged_overflow)  /* staged queue full while handshaking */     \

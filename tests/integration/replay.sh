@@ -29,7 +29,7 @@ make_hosts
 
 echoes_at_a() { echo $(($(kcounter "$NS_A" IcmpInEchos) + $(kcounter "$NS_A" Icmp6InEchos))); }
 
-# replay_to_a FAMILY PCAP all|none: resends B's type-4 datagrams to A, checks
+# replay_to_a FAMILY PCAP all|none [UDP_REPLAY_OPTION...]: resends B's type-4 datagrams to A, checks
 # that A's kernel delivered every one to a socket without checksum errors,
 # and that all (or none) of them came out of A's wg interface as echo
 # requests (A's ICMP InEchos counters, and tcpdump on the interface). Sets SENT.
@@ -43,7 +43,7 @@ replay_to_a() {
 	cs0=$(kcounter "$NS_A" ${u}InCsumErrors)
 	e0=$(echoes_at_a)
 	capture_start "$NS_A" "$IF_A" "$WORK/a-wg.pcap" icmp or icmp6
-	SENT=$(ip netns exec "$NS_B" "$UDP_REPLAY" -m 51820 -p 51821 "$pcap" "$out_a" 51820 51821) ||
+	SENT=$(ip netns exec "$NS_B" "$UDP_REPLAY" "${@:4}" -m 51820 -p 51821 "$pcap" "$out_a" 51820 51821) ||
 		fail "udp_replay failed"
 	((SENT == n)) || fail "udp_replay sent $SENT of $n"
 	sleep 0.5
@@ -60,7 +60,7 @@ replay_to_a() {
 }
 
 round() {
-	local fam=$1 dr0 dr1
+	local fam=$1 dr0 dr1 dm0 dm1
 	IF_A=$(ifname "a$fam")
 	IF_B=$(ifname "b$fam")
 	step "outer IPv$fam: capture B's datagrams of a ping exchange"
@@ -90,6 +90,15 @@ round() {
 	capture_stop "$CAPTURE_PID"
 	nswg "$NS_A" set "$IF_A" listen-port 51820
 	has_stats "$IF_A" && dr0=$(stats "$IF_A" drop_replay)
+	# First with the type word's reserved bytes set: of no known type, so
+	# dropped as malformed before any key or the replay window sees them.
+	has_stats "$IF_A" && dm0=$(stats "$IF_A" drop_malformed)
+	replay_to_a "$fam" "$WORK/unseen$fam.pcap" none -r
+	if has_stats "$IF_A"; then
+		dm1=$(stats "$IF_A" drop_malformed)
+		((dm1 - dm0 == SENT)) || fail "$IF_A: drop_malformed grew by $((dm1 - dm0)) for $SENT datagrams with reserved bytes set"
+		log "$IF_A: reserved bytes set: drop_malformed +$((dm1 - dm0))"
+	fi
 	replay_to_a "$fam" "$WORK/unseen$fam.pcap" all
 	if has_stats "$IF_A"; then
 		dr1=$(stats "$IF_A" drop_replay)

@@ -67,6 +67,7 @@ struct replay_target {
 	} dst, src;
 	int fd;
 	uint16_t sport;
+	bool set_reserved; /* -r: the reserved bytes of the type word made non-zero */
 };
 
 static uint16_t rd16be(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
@@ -282,6 +283,8 @@ static int target_send(const struct replay_target *t, uint16_t dport, const uint
 	buf[5] = (uint8_t)ulen;
 	buf[6] = buf[7] = 0;
 	memcpy(buf + UDP_HDR_LEN, payload, len);
+	if (t->set_reserved)
+		memset(buf + UDP_HDR_LEN + 1, 0xff, 3);
 	c = udp_checksum(t, buf, ulen);
 	buf[6] = (uint8_t)(c >> 8);
 	buf[7] = (uint8_t)c;
@@ -295,12 +298,13 @@ static int target_send(const struct replay_target *t, uint16_t dport, const uint
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: udp_replay [-n] [-m ORIG_DPORT] [-p ORIG_SPORT] [-S SRC_ADDR] [-i USEC]\n"
+		"usage: udp_replay [-n] [-r] [-m ORIG_DPORT] [-p ORIG_SPORT] [-S SRC_ADDR] [-i USEC]\n"
 		"                  PCAP DST_ADDR DST_PORT SRC_PORT\n"
 		"Resends the payloads of the WireGuard type-4 datagrams in PCAP (classic\n"
 		"pcap: Ethernet, raw IP or Linux cooked) to DST_ADDR:DST_PORT from SRC_PORT.\n"
 		"-m/-p keep only datagrams that originally went to/came from that port;\n"
-		"-n counts without sending; -i waits USEC between datagrams.\n"
+		"-n counts without sending; -i waits USEC between datagrams;\n"
+		"-r sets the three reserved bytes of each type word to 0xff.\n"
 		"Prints the number of datagrams sent (or that would be sent).\n");
 }
 
@@ -318,9 +322,10 @@ int main(int argc, char **argv)
 	FILE *f = NULL;
 	int opt, ret = 1;
 
-	while ((opt = getopt(argc, argv, "nm:p:S:i:h")) != -1) {
+	while ((opt = getopt(argc, argv, "nrm:p:S:i:h")) != -1) {
 		switch (opt) {
 		case 'n': dry = true; break;
+		case 'r': target.set_reserved = true; break;
 		case 'm': orig_dport = strtol(optarg, NULL, 10); break;
 		case 'p': orig_sport = strtol(optarg, NULL, 10); break;
 		case 'S': src_addr = optarg; break;
