@@ -262,6 +262,34 @@ int tun_offload_parse_hdr(const void *vnet, const uint8_t *pkt, size_t len,
 	return 0;
 }
 
+void tun_offload_vnet_hdr(const struct tun_offload_info *info, struct tun_vnet_hdr *h)
+{
+	bool v6 = (info->pkt[0] >> 4) == 6;
+
+	memset(h, 0, sizeof(*h));
+	switch (info->kind) {
+	case TUN_OFFLOAD_PLAIN:
+		return;
+	case TUN_OFFLOAD_CSUM:
+		break;
+	case TUN_OFFLOAD_TCP:
+		h->gso_type = v6 ? VIRTIO_NET_HDR_GSO_TCPV6 : VIRTIO_NET_HDR_GSO_TCPV4;
+		if (info->pkt[info->l3_len + TCP_FLAGS] & TCP_CWR)
+			h->gso_type |= VIRTIO_NET_HDR_GSO_ECN;
+		break;
+	case TUN_OFFLOAD_UDP:
+		h->gso_type = VIRTIO_NET_HDR_GSO_UDP_L4;
+		break;
+	}
+	h->flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	if (h->gso_type != VIRTIO_NET_HDR_GSO_NONE) {
+		h->hdr_len = htole16(info->hdrs_len);
+		h->gso_size = htole16(info->gso_size);
+	}
+	h->csum_start = htole16(info->csum_start);
+	h->csum_offset = htole16(info->csum_offset);
+}
+
 int tun_offload_parse(const uint8_t *frame, size_t len, struct tun_offload_info *info)
 {
 	if (len < TUN_VNET_HDR_LEN)

@@ -87,6 +87,14 @@ struct tun_offload_info {
 int tun_offload_parse_hdr(const void *vnet, const uint8_t *pkt, size_t len,
 			  struct tun_offload_info *info);
 
+/* The virtio-net header that describes a parsed packet, built from info
+ * alone: offsets from the IP header, NEEDS_CSUM for a partial checksum or a
+ * super-packet, never DATA_VALID, hdr_len the headers' real length, GSO_ECN
+ * exactly when the TCP header has CWR. A packet passed on from one VM to
+ * another (or to the host) carries this, never the sender's own header:
+ * its fields are the sender's word, not facts about the packet. */
+void tun_offload_vnet_hdr(const struct tun_offload_info *info, struct tun_vnet_hdr *h);
+
 /* The same for what one TUN read returns: the header, then the packet. This
  * is also the fuzzing entry point. */
 int tun_offload_parse(const uint8_t *frame, size_t len, struct tun_offload_info *info);

@@ -66,6 +66,7 @@ static struct op *op_get(struct wg_worker *w, enum op_type type)
 	memset(op, 0, sizeof(*op));
 	op->type = type;
 	op->in_use = true;
+	op->owned_fd = -1;
 	return op;
 }
 
@@ -76,6 +77,9 @@ static bool ops_available(const struct wg_worker *w)
 
 static void op_put(struct wg_worker *w, struct op *op)
 {
+	if (op->owned_fd >= 0)
+		close(op->owned_fd);
+	op->owned_fd = -1;
 	op->in_use = false;
 	op->next = w->free_ops;
 	w->free_ops = op;

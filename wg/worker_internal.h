@@ -91,6 +91,7 @@ struct op {
 	struct wsock *sock;
 	struct wport *wport;
 	unsigned int queue;   /* OP_VHOST_*: the queue pair */
+	int owned_fd;         /* closed when the op is put back, or -1 */
 	struct wg_pkt *pkt;
 	struct send_batch *batch;
 	struct msghdr msg;

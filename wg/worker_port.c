@@ -2,7 +2,9 @@
  * and vhost-user ports, frames read from a VM checked and routed, packets
  * for a VM framed and written to its tap queue or its guest's RX ring. */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ndp/ndp.h"
 #include "wg/clock.h"
@@ -341,10 +343,14 @@ static void route_offloaded(struct wg_worker *w, struct wport *in, struct wg_pkt
 }
 
 /* Parses an offloaded frame's virtio-net header, with its offsets moved
- * from the frame's start to the IP header's. 0 or -errno. */
+ * from the frame's start to the IP header's, and replaces it with one built
+ * from what was parsed: the guest's hdr_len, DATA_VALID or any other field
+ * of its own never reaches the VM or host that gets the packet. 0 or -errno. */
 static int parse_offload(uint8_t *frame, uint32_t len, struct tun_vnet_hdr *vnet,
 			 struct tun_offload_info *info)
 {
+	int err;
+
 	memcpy(vnet, frame - PORT_VNET_LEN, sizeof(*vnet));
 	if (vnet->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) {
 		if (vnet->csum_start < FRAME_ETH_HLEN)
@@ -352,7 +358,10 @@ static int parse_offload(uint8_t *frame, uint32_t len, struct tun_vnet_hdr *vnet
 		vnet->csum_start = (uint16_t)(vnet->csum_start - FRAME_ETH_HLEN);
 	}
 	vnet->hdr_len = vnet->hdr_len > FRAME_ETH_HLEN ? (uint16_t)(vnet->hdr_len - FRAME_ETH_HLEN) : 0;
-	return tun_offload_parse_hdr(vnet, frame + FRAME_ETH_HLEN, len - FRAME_ETH_HLEN, info);
+	err = tun_offload_parse_hdr(vnet, frame + FRAME_ETH_HLEN, len - FRAME_ETH_HLEN, info);
+	if (!err)
+		tun_offload_vnet_hdr(info, vnet);
+	return err;
 }
 
 /* A frame read from a VM's queue, behind its virtio-net header, with its IP
@@ -418,19 +427,35 @@ static struct virtq *vhost_tx_ring(struct wport *wp, unsigned int q)
 	return vhu_ring_ready(vdev, 2 * q + 1) ? vhu_ring_vq(vdev, 2 * q + 1) : NULL;
 }
 
+/* The read is prepared here, under the device's read lock, but submitted
+ * at the next loop turn, after the lock is let go. The port thread may close
+ * the ring's kick eventfd in between (a new SET_VRING_KICK, a disconnect), and
+ * the number may be handed to another file at once: a read on the bare
+ * number would then land on that file. So the read goes to a duplicate that
+ * the operation owns and closes when it is put back (op_put); nobody else
+ * can close it, and once submitted the kernel holds the file itself. */
 static void vhost_arm_kick(struct wg_worker *w, struct wport *wp, unsigned int q)
 {
 	struct io_uring_sqe *sqe;
-	struct op *op = wg_worker_prepare(w, OP_VHOST_KICK, &sqe);
+	struct op *op;
+	int fd = fcntl(vhu_ring_kick_fd(&wp->port->vhost->vdev, 2 * q + 1), F_DUPFD_CLOEXEC, 0);
 
-	if (!op)
+	if (fd < 0) {
+		log_ratelimited(WG_LOG_ERROR, "port %s: cannot hold ring %u's kick fd: %s",
+				wp->port->cfg.name, 2 * q + 1, strerror(errno));
 		return;
+	}
+	op = wg_worker_prepare(w, OP_VHOST_KICK, &sqe);
+	if (!op) {
+		close(fd);
+		return;
+	}
+	op->owned_fd = fd;
 	op->wport = wp;
 	op->queue = q;
 	wp->inflight++;
 	wp->kick[q] = op;
-	io_uring_prep_read(sqe, vhu_ring_kick_fd(&wp->port->vhost->vdev, 2 * q + 1),
-			   &wp->kick_val[q], sizeof(wp->kick_val[q]), 0);
+	io_uring_prep_read(sqe, fd, &wp->kick_val[q], sizeof(wp->kick_val[q]), 0);
 }
 
 /* Comes back to ring q at the next loop turn (a no-op's completion). */
