@@ -84,8 +84,9 @@ static const char *find_end_of_headers(const char *buf, size_t len)
 
 static bool is_tchar(char c)
 {
+	/* c != 0: strchr finds the terminator of its string too. */
 	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-	       strchr("!#$%&'*+-.^_`|~", c);
+	       (c && strchr("!#$%&'*+-.^_`|~", c));
 }
 
 enum metrics_http_verdict metrics_http_parse(const char *buf, size_t len)

@@ -65,6 +65,16 @@ static void test_parse(void)
 			exit(1);
 		}
 	}
+	/* A NUL is no token character: 400, not 405 (found by fuzz_metrics_http). */
+	{
+		static const char nul_inside[] = "G\0T /metrics HTTP/1.1\r\n\r\n";
+		static const char nul_only[] = "\0 / HTTP/1.1\n\n";
+
+		CHECK(metrics_http_parse(nul_inside, sizeof(nul_inside) - 1) ==
+		      METRICS_HTTP_BAD_REQUEST);
+		CHECK(metrics_http_parse(nul_only, sizeof(nul_only) - 1) ==
+		      METRICS_HTTP_BAD_REQUEST);
+	}
 	/* Only len bytes are read: a complete request cut short is incomplete. */
 	CHECK(metrics_http_parse("GET / HTTP/1.1\n\nGARBAGE", 15) == METRICS_HTTP_INCOMPLETE);
 	CHECK(metrics_http_parse("GET / HTTP/1.1\n\nGARBAGE", 16) == METRICS_HTTP_INDEX);
