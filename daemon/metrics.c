@@ -311,6 +311,17 @@ static void render_state(FILE *f, struct wg_device *dev)
 	       "Size of the handshake queue (under load from an eighth of it)");
 	sample(f, "weft_handshake_queue_capacity", dev->ifname, WG_HSQ_CAPACITY, NULL);
 
+	/* The TUN link as read where it lives, which after `ip link set
+	 * IFNAME netns NS` is NS, not weftd's namespace. */
+	family(f, "weft_tun_mtu", "gauge", "MTU of the TUN link, which packets are padded to");
+	sample(f, "weft_tun_mtu", dev->ifname, atomic_load(&dev->mtu), NULL);
+	family(f, "weft_tun_up", "gauge", "1 while the TUN link is up");
+	sample(f, "weft_tun_up", dev->ifname, atomic_load(&dev->tun_up), NULL);
+	family(f, "weft_tun_txqueuelen", "gauge", "Queue length of the TUN link, in packets");
+	sample(f, "weft_tun_txqueuelen", dev->ifname, atomic_load(&dev->tun_txqlen), NULL);
+	family(f, "weft_tun_moved", "gauge",
+	       "1 while the TUN link lives in another network namespace than weftd");
+	sample(f, "weft_tun_moved", dev->ifname, atomic_load(&dev->tun_nsid) >= 0, NULL);
 	family(f, "weft_workers", "gauge", "Data-path worker threads");
 	sample(f, "weft_workers", dev->ifname, (uint64_t)dev->n_workers, NULL);
 	family(f, "weft_worker_info", "gauge",

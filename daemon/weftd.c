@@ -5,7 +5,10 @@
  *
  * Creates the TUN device and /var/run/wireguard/INTERFACE-NAME.sock, then
  * runs until SIGTERM/SIGINT, until the TUN device is deleted, or until the
- * socket file is removed; SIGHUP re-applies the ports and mesh files.
+ * socket file is removed; SIGHUP re-applies the ports and mesh files. The
+ * TUN link may be moved into another namespace (`ip link set IFNAME netns
+ * NS`, WireGuard's container pattern): weftd serves it there, its sockets
+ * stay here, and it stops when the link is deleted there or NS goes.
  * Without -f (or
  * WG_PROCESS_FOREGROUND=1) it detaches once the interface and socket are
  * ready, as wireguard-go does, so that wg-quick can configure it right
@@ -299,6 +302,29 @@ static void notify_status(struct wg_device *dev, const char *prefix, const char 
 		log_error("cannot notify the service manager: %s", strerror(-c));
 }
 
+/* Takes on the TUN link's state as read where it lives: after
+ * `ip link set wg0 netns NS` (WireGuard's container pattern) the link's MTU,
+ * up flag and queue length are set in NS, and its MTU is what packets are
+ * padded to. */
+static void link_follow(struct wg_device *dev, const struct tun_link_state *st)
+{
+	int nsid = atomic_exchange(&dev->tun_nsid, st->nsid);
+
+	if (nsid != st->nsid) {
+		if (st->nsid < 0)
+			log_info("TUN link %s is back in weftd's network namespace", st->name);
+		else
+			log_info("TUN link %s moved to the network namespace of id %d; serving it "
+				 "there, sockets stay here",
+				 st->name, st->nsid);
+	}
+	if (atomic_exchange(&dev->mtu, st->mtu) != st->mtu)
+		log_info("TUN link %s: MTU %u", st->name, st->mtu);
+	if (atomic_exchange(&dev->tun_up, st->up) != st->up)
+		log_info("TUN link %s: %s", st->name, st->up ? "up" : "down");
+	atomic_store(&dev->tun_txqlen, st->txqlen);
+}
+
 /* SIGHUP: the configuration files again, tunnels untouched. result gets
  * what each file did, for STATUS=. */
 static void reload(struct wg_device *dev, const char *mesh_path, struct ports_file *pf,
@@ -500,6 +526,20 @@ int main(int argc, char **argv)
 	log_info("%d data-path worker%s", n_workers, n_workers > 1 ? "s" : "");
 	dev->tun_uso = uso;
 	dev->on_fatal = request_stop;
+	/* Before the capabilities go: the watch hears the link's namespace
+	 * only with CAP_NET_BROADCAST at the time its socket is made. */
+	watch = tun_link_watch_new(tun_fds[0]);
+	if (!watch) {
+		log_error(errno == ENODEV ? "TUN device vanished" : "cannot watch the TUN link: %s",
+			  strerror(errno));
+		goto out;
+	}
+	{
+		struct tun_link_state st;
+
+		if (tun_link_read(tun_fds[0], &st) == 0)
+			link_follow(dev, &st);
+	}
 	/* Everything that needs more privilege than the runtime set is open
 	 * now. Capabilities are per thread: drop them before the first thread
 	 * starts, so that every thread (and the io_uring workers of the
@@ -523,11 +563,6 @@ int main(int argc, char **argv)
 	reload_result[0] = '\0';
 	if (metrics_spec && start_metrics(dev, metrics_spec, metrics_public, &metrics))
 		goto out;
-	watch = tun_link_watch_new(tun_link_index(name));
-	if (watch && tun_link_watch_gone(watch)) {
-		log_error("TUN device vanished");
-		goto out;
-	}
 	log_info("Device started");
 	log_debug("start-up code trimmed: %zu KiB of mappings", memtrim_code() / 1024);
 	tell_parent(ready_fd, 0);
@@ -535,13 +570,17 @@ int main(int argc, char **argv)
 	notify_status(dev, "READY=1\n", NULL);
 
 	for (;;) {
-		struct pollfd pfd[3] = {
+		/* The TUN fd is polled for nothing: its POLLERR says the device
+		 * was unregistered, in whatever namespace it was. */
+		struct pollfd pfd[4] = {
 			{ .fd = sig_fd, .events = POLLIN },
 			{ .fd = stop_fd, .events = POLLIN },
-			{ .fd = watch ? tun_link_watch_fd(watch) : -1, .events = POLLIN },
+			{ .fd = tun_link_watch_fd(watch), .events = POLLIN },
+			{ .fd = tun_fds[0], .events = 0 },
 		};
+		struct tun_link_state st;
 		struct signalfd_siginfo si;
-		int n = poll(pfd, 3, STATUS_EVERY_MS);
+		int n = poll(pfd, 4, STATUS_EVERY_MS);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -563,9 +602,21 @@ int main(int argc, char **argv)
 		}
 		if (pfd[1].revents)
 			break;
-		if (pfd[2].revents && tun_link_watch_gone(watch)) {
+		/* A move is not a deletion: the link is gone only when the
+		 * device itself is, which the TUN fd tells. */
+		if (pfd[2].revents && (c = tun_link_watch_update(watch, &st)) > 0)
+			link_follow(dev, &st);
+		if (tun_link_watch_gone(watch)) {
 			log_info("TUN device deleted; shutting down");
 			break;
+		}
+		if (pfd[2].revents && c < 0 && c != -EAGAIN)
+			log_error("cannot read the TUN link: %s", strerror(-c));
+		if (pfd[3].revents) {
+			/* POLLERR without a deletion is not expected; stop
+			 * polling it rather than spin. */
+			log_error("TUN fd reports an error, yet the device is there");
+			tun_fds[0] = -1;
 		}
 	}
 	notify_send("STOPPING=1\n");

@@ -424,7 +424,8 @@ struct wg_device *wg_device_new(const char *ifname, const int *tun_fds, const in
 		dev->tun_fds[i] = i < n ? tun_fds[i] : -1;
 		dev->cpus[i] = cpus && i < n ? cpus[i] : -1;
 	}
-	dev->mtu = mtu;
+	atomic_init(&dev->mtu, mtu);
+	atomic_init(&dev->tun_nsid, -1);
 	dev->tun_vnet = tun_vnet;
 	wg_socket_init(&dev->sockets);
 	/* Writers (configuration) are rare and must not starve behind a busy

@@ -48,7 +48,14 @@ struct wg_device {
 	bool tun_vnet;                /* TUN opened with IFF_VNET_HDR + offloads */
 	bool tun_uso;                 /* ... and it takes UDP GSO writes (USO) */
 	unsigned int socket_flags;    /* enum wg_socket_flags, from the environment */
-	unsigned int mtu;
+	/* The TUN link's MTU (what packets are padded to), up flag, queue
+	 * length and namespace id (-1: weftd's own), as last read where the
+	 * link lives: written by the main thread when the link changes, read
+	 * lock-free by the workers and the metrics. */
+	_Atomic unsigned int mtu;
+	_Atomic bool tun_up;
+	_Atomic unsigned int tun_txqlen;
+	_Atomic int tun_nsid;
 
 	pthread_rwlock_t lock;
 	struct wg_noise_identity *identity;  /* sodium_malloc */

@@ -152,7 +152,7 @@ void wg_send_staged(struct wg_device *dev, struct wg_peer *peer, struct wg_tx *t
 	while ((p = wg_pkt_queue_pop(&out))) {
 		size_t inner = p->len;
 
-		seal(p, kp, p->nonce, dev->mtu);
+		seal(p, kp, p->nonce, atomic_load_explicit(&dev->mtu, memory_order_relaxed));
 		p->addr = dst;
 		atomic_fetch_add_explicit(&peer->tx_bytes, p->len, memory_order_relaxed);
 		wg_stat_inc(&dev->stats, tx_packets);
@@ -200,6 +200,7 @@ void wg_send_to_peer(struct wg_device *dev, struct wg_peer *peer, struct wg_pkt 
 			union wg_sockaddr ep = peer->endpoint;
 			bool rekey = wants_rekey(kp, nonce + n - 1, now);
 			uint64_t bytes = 0;
+			unsigned int mtu = atomic_load_explicit(&dev->mtu, memory_order_relaxed);
 
 			sent_events(peer, true, now);
 			pthread_mutex_unlock(&peer->lock);
@@ -207,7 +208,7 @@ void wg_send_to_peer(struct wg_device *dev, struct wg_peer *peer, struct wg_pkt 
 				struct wg_pkt *p = pkts[i];
 
 				wg_stat_add(&dev->stats, tx_bytes, p->len);
-				seal(p, kp, nonce + i, dev->mtu);
+				seal(p, kp, nonce + i, mtu);
 				p->addr = ep;
 				bytes += p->len;
 				tx->emit(tx, p);
