@@ -127,6 +127,8 @@ struct port_info {
 	uint64_t ndp_drops;            /* malformed NDP/ARP, all reasons */
 	uint64_t bypass_packets;       /* attached: redirected by the BPF bypass */
 	uint64_t bypass_bytes;
+	uint64_t frontend_stalls;      /* vhost-user: frontends dropped for stalling */
+	uint64_t memory_faults;        /* vhost-user: dropped when guest memory shrank */
 };
 
 /* Sets the defaults: server mode, MTU default, no addresses. */

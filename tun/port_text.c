@@ -368,6 +368,8 @@ const struct port_text_counter port_text_counters[] = {
 	COUNTER("ndp_drops", ndp_drops, false),
 	COUNTER("bypass_packets", bypass_packets, false),
 	COUNTER("bypass_bytes", bypass_bytes, false),
+	COUNTER("frontend_stalls", frontend_stalls, false),
+	COUNTER("memory_faults", memory_faults, false),
 };
 #undef DROP_COUNTER
 #undef COUNTER

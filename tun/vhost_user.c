@@ -7,9 +7,10 @@
  * index and count is range-checked, a memory region must lie inside its fd
  * and not wrap or overlap another, and ring addresses are used only after
  * they translate in full into a mapped region. A message that breaks a rule
- * is refused as a whole and changes nothing. One thing stays out of reach:
- * a VMM that shrinks a mapped file afterwards can make weftd fault on
- * access (QEMU seals its memfds against that); the socket is root-only. */
+ * is refused as a whole and changes nothing. A VMM that shrinks a mapped
+ * file afterwards makes the next access to it fault: every region is
+ * watched by the SIGBUS guard (tun/guestmem.h), which turns that into a
+ * dropped frontend; the socket is root-only. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -80,6 +81,8 @@ static void unmap_all(struct vhu_dev *dev)
 	uint32_t i;
 
 	for (i = 0; i < VIRTQ_MEM_MAX_REGIONS; i++) {
+		guestmem_unwatch(dev->maps[i].guard);
+		dev->maps[i].guard = -1;
 		if (dev->maps[i].base)
 			munmap(dev->maps[i].base, dev->maps[i].len);
 		dev->maps[i].base = NULL;
@@ -101,6 +104,9 @@ void vhu_dev_init(struct vhu_dev *dev, uint64_t features, uint32_t queue_pairs)
 	dev->queue_pairs = queue_pairs;
 	for (i = 0; i < VHU_MAX_RINGS; i++)
 		ring_init(&dev->rings[i]);
+	for (i = 0; i < VIRTQ_MEM_MAX_REGIONS; i++)
+		dev->maps[i].guard = -1;
+	guestmem_owner_init(&dev->guard);
 }
 
 void vhu_dev_reset(struct vhu_dev *dev)
@@ -110,6 +116,7 @@ void vhu_dev_reset(struct vhu_dev *dev)
 	for (i = 0; i < VHU_MAX_RINGS; i++)
 		ring_free(&dev->rings[i]);
 	unmap_all(dev);
+	atomic_store(&dev->guard.faulted, false);
 	dev->features = 0;
 	dev->protocol_features = 0;
 	dev->owner = false;
@@ -311,6 +318,7 @@ static int set_mem_table(struct vhu_dev *dev, struct vhu_msg *msg, struct vhu_ms
 	const struct vhu_memory *m = &msg->payload.mem;
 	void *base[VIRTQ_MEM_MAX_REGIONS] = { 0 };
 	size_t len[VIRTQ_MEM_MAX_REGIONS] = { 0 };
+	int guard[VIRTQ_MEM_MAX_REGIONS];
 	uint32_t n = m->nregions, i, j;
 	int err = 0;
 
@@ -338,6 +346,17 @@ static int set_mem_table(struct vhu_dev *dev, struct vhu_msg *msg, struct vhu_ms
 			res->why = "mmap of a memory region failed";
 		}
 	}
+	/* The file may shrink later, whatever its size is now: every region
+	 * is watched by the SIGBUS guard (tun/guestmem.h) from the start. */
+	for (i = 0; i < VIRTQ_MEM_MAX_REGIONS; i++)
+		guard[i] = -1;
+	for (i = 0; i < n && !err; i++) {
+		guard[i] = guestmem_watch(base[i], len[i], &dev->guard);
+		if (guard[i] < 0) {
+			err = guard[i];
+			res->why = "too many guest memory regions in this process";
+		}
+	}
 	if (err)
 		goto out;
 
@@ -347,6 +366,8 @@ static int set_mem_table(struct vhu_dev *dev, struct vhu_msg *msg, struct vhu_ms
 	for (i = 0; i < n; i++) {
 		dev->maps[i].base = base[i];
 		dev->maps[i].len = len[i];
+		dev->maps[i].guard = guard[i];
+		guard[i] = -1;
 		dev->mem.r[i] = (struct virtq_mem_region){
 			.gpa = m->regions[i].gpa,
 			.uva = m->regions[i].uva,
@@ -358,9 +379,12 @@ static int set_mem_table(struct vhu_dev *dev, struct vhu_msg *msg, struct vhu_ms
 	dev->mem.n = n;
 	sync_all(dev, res);
 out:
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		if (guard[i] >= 0)
+			guestmem_unwatch(guard[i]);
 		if (base[i])
 			munmap(base[i], len[i]);
+	}
 	/* The mappings keep the files; dispatch closes the fds. */
 	return err;
 }

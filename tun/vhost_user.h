@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tun/guestmem.h"
 #include "tun/virtq.h"
 
 /* Front-end requests (the spec's "front-end message types"). Only those
@@ -191,7 +192,11 @@ struct vhu_dev {
 	struct {
 		void *base;
 		size_t len;
+		int guard;             /* its guestmem slot, or -1 */
 	} maps[VIRTQ_MEM_MAX_REGIONS];
+	/* Told by the SIGBUS guard when a mapped file shrank under us: the
+	 * user drops the frontend (its regions are zero pages by then). */
+	struct guestmem_owner guard;
 	struct vhu_ring rings[VHU_MAX_RINGS];
 	struct vhu_stats stats;
 };

@@ -414,6 +414,8 @@ static void fill_info(struct wg_device *dev, const struct wg_port *port, struct 
 	memset(info, 0, sizeof(*info));
 	info->cfg = port->cfg;
 	info->connected = port->vhost ? atomic_load(&port->vhost->connected) : true;
+	info->frontend_stalls = port->vhost ? atomic_load(&port->vhost->stalls) : 0;
+	info->memory_faults = port->vhost ? atomic_load(&port->vhost->memory_faults) : 0;
 	info->rx_packets = atomic_load(&c->rx_packets);
 	info->rx_bytes = atomic_load(&c->rx_bytes);
 	info->tx_packets = atomic_load(&c->tx_packets);

@@ -64,6 +64,11 @@ static void serve_message(struct wg_device *dev, struct wg_port *port)
 
 	if (r == -EAGAIN)
 		return;
+	if (r == -ETIMEDOUT) {
+		atomic_fetch_add(&v->stalls, 1);
+		disconnect(dev, port, "stalled mid-message");
+		return;
+	}
 	if (r <= 0) {
 		disconnect(dev, port, r == 0 ? "closed by the frontend" : "unreadable message");
 		return;
@@ -74,8 +79,16 @@ static void serve_message(struct wg_device *dev, struct wg_port *port)
 	if (r < 0)
 		log_ratelimited(WG_LOG_ERROR, "port %s: %s refused: %s", port->cfg.name,
 				vhu_request_name(msg.hdr.request), res.why ? res.why : strerror(-r));
-	if (res.reply && vhu_send_reply(v->conn_fd, &reply) < 0)
-		res.disconnect = true;
+	if (res.reply) {
+		r = vhu_send_reply(v->conn_fd, &reply);
+		if (r == -ETIMEDOUT) {
+			/* It does not read its replies. */
+			atomic_fetch_add(&v->stalls, 1);
+			res.why = "replies not read";
+		}
+		if (r < 0)
+			res.disconnect = true;
+	}
 	if (res.disconnect) {
 		disconnect(dev, port, res.why ? res.why : "protocol error");
 		return;
@@ -112,6 +125,12 @@ static void *vhost_thread(void *arg)
 
 			if (read(v->wake_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 				break;
+			if (atomic_load(&v->vdev.guard.faulted) && v->conn_fd >= 0) {
+				/* Its regions are zero pages now; nothing of the
+				 * guest's is left to serve. */
+				atomic_fetch_add(&v->memory_faults, 1);
+				disconnect(ctx.dev, port, "guest memory shrank under weftd (SIGBUS caught)");
+			}
 			if (atomic_load(&v->broken) && v->conn_fd >= 0)
 				disconnect(ctx.dev, port, "the guest broke a ring rule");
 			continue;
@@ -152,6 +171,14 @@ int wg_vhost_start(struct wg_device *dev, struct wg_port *port)
 		free(ctx);
 		return -errno;
 	}
+	/* A frontend may truncate the files of its guest memory: the guard
+	 * turns the SIGBUS of the next access into a wake-up of this thread. */
+	err = guestmem_guard_install();
+	if (err) {
+		free(ctx);
+		return err;
+	}
+	atomic_store(&v->vdev.guard.wake_fd, v->wake_fd);
 	if (port->cfg.server) {
 		v->listen_fd = vhu_listen(port->cfg.path);
 		if (v->listen_fd < 0) {

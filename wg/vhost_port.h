@@ -28,6 +28,12 @@ struct wg_vhost {
 	_Atomic bool stop;
 	_Atomic bool broken;           /* a worker saw virtq_pop say -EIO */
 	_Atomic bool connected;
+	/* Frontends dropped because a message, or the reply to one, stalled
+	 * past the socket's I/O wait (tun/vhost_user.c IO_WAIT_MS). */
+	_Atomic uint64_t stalls;
+	/* Frontends dropped because a file of their guest memory shrank under
+	 * weftd (a SIGBUS caught by tun/guestmem.c). */
+	_Atomic uint64_t memory_faults;
 	/* Guest RX rings (even) may be written by any worker: one lock each. */
 	pthread_spinlock_t rx_lock[VHU_MAX_QUEUE_PAIRS];
 };

@@ -25,10 +25,13 @@
 # weftd's contract promises (an error reply to each refused NEED_REPLY
 # message, then the connection closed; a broken ring closes it too; a
 # frontend that stalls mid-message or never reads its replies is dropped
-# after weftd's one-second I/O wait), weftd is alive and answers `wg show`,
-# the tap VMs' pings still flow, weftd let go of the frontend's memory, and
-# a new good session works on the same port. At the end: no fd leaked, at
-# most two pings lost, the drops of tx-drops counted on the port.
+# after weftd's one-second I/O wait, and counted in frontend_stalls), weftd
+# is alive and answers `wg show`, the tap VMs' pings still flow, weftd let
+# go of the frontend's memory, and a new good session works on the same
+# port. At the end: no fd leaked, no ping of the tap VMs dropped by a tap
+# port (its drop counters), the drops of tx-drops counted on the port.
+# No check is on how fast weftd is (a loaded machine may slow anything):
+# each wait is a hang guard of HANG_SECS (lib.sh), reported as a hang.
 . "$(dirname "$0")/lib.sh"
 lib_init "$@"
 need_cmd jq
@@ -79,28 +82,31 @@ if ! weft -i "$IF_A" port add "$VU_PORT" vhost-user "$SOCK" server mac "$VU_MAC"
 	[[ $ERR == *"Operation not supported"* ]] && skip "this weftd has no vhost-user ports yet: $ERR"
 	fail "weft port add $VU_PORT vhost-user: $ERR"
 fi
-wait_for 5 test -S "$SOCK" || fail "weftd does not listen on $SOCK"
+wait_for "$HANG_SECS" test -S "$SOCK" || hang "weftd does not listen on $SOCK"
 
 step "the tap VMs ping each other, then keep pinging"
 ping_ok "$VM1_NS" 10.244.1.12 3 || fail "vm1 -> vm2 before the test"
 PING_LOG=$WORK/ping-vms.log
-bg -o "$PING_LOG" ip netns exec "$VM1_NS" ping -n -i 0.1 -W 1 10.244.1.12
+bg -o "$PING_LOG" ip netns exec "$VM1_NS" ping -n -i 0.1 10.244.1.12
 PING_PID=$BG_LAST
 ping_replies() { grep -c 'bytes from' "$PING_LOG" || true; }
 more_replies() { (($(ping_replies) > $1)); }
 
 # fe MODE CASE [OPTION...]: one vhu_frontend session; its last line in
 # FE_LAST, its exit status returned. Everything it says goes to
-# frontend.log.
+# frontend.log. Each of its waits is a hang guard of HANG_SECS (-t); a
+# hang ends the test at once (fe_hang).
 fe() {
 	local mode=$1 k=$2 rc=0
 	shift 2
-	timeout 30 "$VHU_FRONTEND" -t 5 -m "$VU_MAC" -4 "$VU4" -6 "$VU6" -p "$WEFTD_PID" \
-		"$@" -k "$k" "$mode" "$SOCK" </dev/null >"$WORK/fe.out" 2>&1 || rc=$?
+	timeout $((HANG_SECS * 2)) "$VHU_FRONTEND" -t "$HANG_SECS" -m "$VU_MAC" -4 "$VU4" -6 "$VU6" \
+		-p "$WEFTD_PID" "$@" -k "$k" "$mode" "$SOCK" </dev/null >"$WORK/fe.out" 2>&1 || rc=$?
 	cat "$WORK/fe.out" >>"$WORK/frontend.log"
 	FE_LAST=$(tail -n 1 "$WORK/fe.out")
+	((rc != 124)) || FE_LAST="hang: vhu_frontend $mode $k still running after $((HANG_SECS * 2)) s"
 	return "$rc"
 }
+fe_hang() { [[ $FE_LAST == *"hang: "* ]] && fail "$1: $FE_LAST"; return 0; }
 weftd_fds() { find "/proc/$WEFTD_PID/fd" -mindepth 1 -maxdepth 1 | wc -l; }
 
 # port_json KEY: one field or counter of the vhost-user port.
@@ -109,11 +115,14 @@ port_json() {
 	jq -r --arg p "$VU_PORT" --arg k "$1" \
 		'.[] | select(.name == $p) | if has($k) then .[$k] else .counters[$k] end' <<<"$OUT"
 }
+# port_drops [PORT]: the sum of a port's drop counters (default the
+# vhost-user port).
 port_drops() {
 	weft -i "$IF_A" port list --json >/dev/null || fail "weft port list: $ERR"
-	jq -r --arg p "$VU_PORT" '.[] | select(.name == $p) | .counters
+	jq -r --arg p "${1:-$VU_PORT}" '.[] | select(.name == $p) | .counters
 		| [to_entries[] | select(.key | test("^drop_|^ndp_drops$")) | .value] | add // 0' <<<"$OUT"
 }
+tap_drops() { echo $(($(port_drops "vh${RUN_ID}1") + $(port_drops "vh${RUN_ID}2"))); }
 
 step "a well-behaved frontend: ARP and NS answered through the rings"
 fe good 0 || fail "first good session: $FE_LAST"
@@ -133,9 +142,24 @@ log "tx-drops: $((d1 - d0)) drops counted"
 
 step "frontends that connect and leave without a word"
 for _ in $(seq 20); do
-	timeout 5 socat -u /dev/null "UNIX-CONNECT:$SOCK" 2>/dev/null || fail "connect to $SOCK refused"
+	timeout "$HANG_SECS" socat -u /dev/null "UNIX-CONNECT:$SOCK" 2>/dev/null || fail "connect to $SOCK refused (or a hang of $HANG_SECS s)"
 done
 fe good 0 || fail "good session after 20 silent connections: $FE_LAST"
+
+step "a frontend truncates its guest memory under a live ring: dropped, counted, weftd alive"
+# A memfd without seals and a /dev/shm file (which cannot be sealed): the
+# worker that copies the queued frame faults, and weftd's SIGBUS guard
+# turns that into this one frontend dropped (docs/security.md).
+for k in 0 1; do
+	mf0=$(port_json memory_faults)
+	fe shrink "$k" || fail "shrink $k: $FE_LAST"
+	mf1=$(port_json memory_faults)
+	((mf1 == mf0 + 1)) || fail "shrink $k: memory_faults went from $mf0 to $mf1, expected one more"
+	alive "$WEFTD_PID" || fail "weftd died after shrink $k"
+	responsive "$NS_A" "$IF_A" || fail "weftd does not answer wg show after shrink $k"
+	fe good 0 || fail "good session after shrink $k: $FE_LAST"
+done
+log "two truncated memory files: memory_faults +2, a good session after each"
 
 step "pause and resume, reset, memory table swaps, then every hostile case; a good session after each"
 # Every case runs even when one fails (each failure is one line in
@@ -143,15 +167,28 @@ step "pause and resume, reset, memory table swaps, then every hostile case; a go
 FAILED=()
 n=0
 t0=$(now_ms)
+TAP_DROPS0=$(tap_drops)
+stalls0=$(port_json frontend_stalls)
 while read -r mode k text; do
 	[[ $mode == good || $mode == tx-drops ]] && continue
 	what="$mode $k ($text)"
 	before=$(ping_replies)
-	fe "$mode" "$k" || FAILED+=("$what: $FE_LAST")
+	fe "$mode" "$k" || { fe_hang "$what"; FAILED+=("$what: $FE_LAST"); }
 	alive "$WEFTD_PID" || fail "weftd died after $what"
-	responsive "$NS_A" "$IF_A" || fail "weftd does not answer wg show after $what"
-	wait_for 3 more_replies "$before" || FAILED+=("$what: the tap VMs' pings stopped")
-	fe good 0 || FAILED+=("good session after $what: $FE_LAST")
+	responsive "$NS_A" "$IF_A" || hang "weftd answers no wg show after $what"
+	# A frontend that stalls mid-message (cut short) or never reads its
+	# replies is dropped for it, and weftd counts that (frontend_stalls);
+	# no other case stalls.
+	stalls1=$(port_json frontend_stalls)
+	stalls=$((stalls1 - stalls0))
+	case $what in
+	"garbage "[457]" "*) want=1 ;;
+	*) want=0 ;;
+	esac
+	((stalls == want)) || FAILED+=("$what: frontend_stalls grew by $stalls, expected $want")
+	wait_for "$HANG_SECS" more_replies "$before" || hang "the tap VMs' pings stopped after $what"
+	fe good 0 || { fe_hang "good session after $what"; FAILED+=("good session after $what: $FE_LAST"); }
+	stalls0=$stalls1
 	n=$((n + 1))
 done < <("$VHU_FRONTEND" -l)
 ((n >= 40)) || fail "only $n cases ran (vhu_frontend -l)"
@@ -161,9 +198,9 @@ log "$n sessions in $(($(now_ms) - t0)) ms, ${#FAILED[@]} not as promised"
 
 step "nothing leaked, nobody else hurt"
 leak_free() { (($(weftd_fds) <= FDS0)); }
-wait_for 5 leak_free || fail "weftd holds $(weftd_fds) fds, $FDS0 after the first session"
+wait_for "$HANG_SECS" leak_free || fail "weftd holds $(weftd_fds) fds, $FDS0 after the first session (hang guard $HANG_SECS s)"
 not_connected() { [[ $(port_json connected) == false ]]; }
-wait_for 3 not_connected || fail "port $VU_PORT still connected 3 s after the last frontend left"
+wait_for "$HANG_SECS" not_connected || hang "port $VU_PORT still connected after the last frontend left"
 reap "$PING_PID" 2
 replies=$(ping_replies)
 lost=$(awk '/bytes from/ { for (i = 1; i <= NF; i++) if ($i ~ /^icmp_seq=/) { s = substr($i, 10) + 0; if (s > max) max = s } }
@@ -171,8 +208,13 @@ lost=$(awk '/bytes from/ { for (i = 1; i <= NF; i++) if ($i ~ /^icmp_seq=/) { s 
 lost=$((lost - replies))
 rtt=$(awk '/bytes from/ { for (i = 1; i <= NF; i++) if ($i ~ /^time=/) { t = substr($i, 6) + 0; if (t > max) max = t } }
 	END { print max + 0 }' "$PING_LOG")
-log "tap VMs: $replies replies, $lost lost, slowest $rtt ms"
-((replies > 0 && lost <= 2)) || fail "the tap VMs lost $lost pings during the hostile sessions"
+# Lost and slow pings are logged, not judged: on a loaded machine a ping
+# can be late or lost outside weftd. The pings kept flowing (checked after
+# every case), and a ping weftd dropped would show in the tap ports' drop
+# counters.
+log "tap VMs: $replies replies, $lost unanswered, slowest $rtt ms (for information)"
+tap_dropped=$(($(tap_drops) - TAP_DROPS0))
+((replies > 0 && tap_dropped == 0)) || fail "the tap ports dropped $tap_dropped frames during the hostile sessions ($replies replies)"
 ping_ok "$VM2_NS" 10.244.1.11 3 || fail "vm2 -> vm1 after the test"
 
 step "the port goes away cleanly"
