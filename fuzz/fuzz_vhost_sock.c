@@ -41,7 +41,6 @@
  * the device's mappings and every ready ring's pointers are the
  * translations of its addresses; data-path calls return only what their
  * contract allows. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -189,15 +188,27 @@ static void fence_regions(const struct vhu_dev *dev)
 
 /* --- harness state --- */
 
+static int proc_fd_dir = -1;
+
+/* Entries of /proc/self/fd (the directory's own fd included), with one
+ * directory fd kept open: fewer system calls than opendir per count. */
 static int count_fds(void)
 {
-	DIR *d = opendir("/proc/self/fd");
+	static char buf[32768];
 	int n = 0;
+	long got;
 
-	CHECK(d);
-	while (readdir(d))
-		n++;
-	closedir(d);
+	CHECK(lseek(proc_fd_dir, 0, SEEK_SET) == 0);
+	while ((got = syscall(SYS_getdents64, proc_fd_dir, buf, sizeof(buf))) > 0) {
+		for (long at = 0; at < got;) {
+			unsigned short reclen;
+
+			memcpy(&reclen, buf + at + 16, sizeof(reclen));
+			at += reclen;
+			n++;
+		}
+	}
+	CHECK(got == 0);
 	return n;
 }
 
@@ -209,6 +220,7 @@ static void setup(void)
 		pool[K_MEMFD0 + i] = memfd_create("fuzz_vhost_sock", MFD_CLOEXEC);
 		CHECK(pool[K_MEMFD0 + i] >= 0);
 		CHECK(ftruncate(pool[K_MEMFD0 + i], MEMFD_MAX) == 0);
+		fsize[i] = MEMFD_MAX;
 		hmap[i] = raw_mmap(NULL, MEMFD_MAX, PROT_READ | PROT_WRITE, MAP_SHARED,
 				   pool[K_MEMFD0 + i], 0);
 		CHECK(hmap[i] != MAP_FAILED);
@@ -223,6 +235,8 @@ static void setup(void)
 	close(s[1]);
 	for (int i = 0; i < N_KINDS; i++)
 		CHECK(pool[i] >= 0);
+	proc_fd_dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHECK(proc_fd_dir >= 0);
 	trace = getenv("FUZZ_TRACE") != NULL;
 	ready = true;
 }
@@ -292,13 +306,49 @@ static void conn_close(struct conn *c)
 	close(c->front);
 }
 
+/* Reads what the device left unread (after a failed read the model does
+ * not know how much that is), closing any fds that come with it. */
+static void drain(struct conn *c)
+{
+	for (;;) {
+		union {
+			char buf[CMSG_SPACE(sizeof(int) * MAX_SEND_FDS)];
+			struct cmsghdr align;
+		} ctl;
+		uint8_t junk[STREAM_MAX];
+		struct iovec iov = { .iov_base = junk, .iov_len = sizeof(junk) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+				     .msg_controllen = sizeof(ctl.buf) };
+		ssize_t n = recvmsg(c->back, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		struct cmsghdr *cm;
+
+		if (n < 0) {
+			CHECK(errno == EAGAIN);
+			break;
+		}
+		CHECK(n > 0 && (size_t)n <= c->pending);
+		for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+			size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+			for (size_t k = 0; k < nfd; k++) {
+				int f;
+
+				memcpy(&f, CMSG_DATA(cm) + k * sizeof(int), sizeof(f));
+				close(f);
+			}
+		}
+	}
+	c->pending = 0;
+}
+
 /* The frontend left (or was sent away): the port thread resets the device
- * and the VMM connects again. */
+ * and the VMM connects again. A new connection is the old pair with what
+ * the device did not read drained (socket pairs are costly here, and the
+ * device cannot tell). */
 static void reconnect(struct conn *c)
 {
 	vhu_dev_reset(c->dev);
-	conn_close(c);
-	conn_open(c);
+	drain(c);
 }
 
 /* How many pending bytes make up the next message as vhu_read_msg reads
@@ -708,8 +758,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t set;
 	int base_fds;
 
-	if (!ready)
+	if (!ready) {
 		setup();
+		conn_open(&c);
+	}
 	/* libFuzzer opens files of its own between inputs: count per input. */
 	base_fds = count_fds();
 	set = take8(&in);
@@ -724,14 +776,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int i = 0; i < N_MEMFD; i++) {
 		uint8_t b = take8(&in);
 
-		fsize[i] = (size_t)((b & 15) + 1) * PAGE - (b & 16 ? 100 : 0);
-		/* A fresh guest memory: zeroed, of the chosen size. */
-		CHECK(ftruncate(pool[K_MEMFD0 + i], 0) == 0);
-		CHECK(ftruncate(pool[K_MEMFD0 + i], (off_t)fsize[i]) == 0);
+		size_t want = (size_t)((b & 15) + 1) * PAGE - (b & 16 ? 100 : 0);
+
+		/* A fresh guest memory, zeroed, of the chosen size (nothing
+		 * maps it now: the device of the last input was freed). */
+		if (want != fsize[i]) {
+			CHECK(ftruncate(pool[K_MEMFD0 + i], (off_t)want) == 0);
+			fsize[i] = want;
+		}
+		memset(hmap[i], 0, fsize[i]);
 	}
 	vhu_dev_init(&dev, features, 1 + (set & 3));
 	c.dev = &dev;
-	conn_open(&c);
 
 	for (int n = 0; n < MAX_OPS && in.left; n++) {
 		uint8_t op = take8(&in);
@@ -775,9 +831,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (trace)
 			fprintf(stderr, "  EOF inside a message: %d\n", r);
 		CHECK(r < 0 && r != -EAGAIN);
+		/* This pair is done: the next input gets a new one. */
+		conn_close(&c);
+		conn_open(&c);
 	}
 	vhu_dev_free(&dev);
-	conn_close(&c);
 	for (int i = 0; i < MAX_GUARDED; i++)
 		CHECK(!guarded[i].addr);
 	CHECK(count_fds() == base_fds);

@@ -89,6 +89,41 @@ enum {
 };
 
 static uint8_t *ra, *rb;
+
+/* What an input wrote to guest memory (the harness or the device), zeroed
+ * before the next one: zeroing all of it would cost more than the rest of
+ * a short input. */
+enum { MAX_DIRTY = 96 };
+static struct {
+	uint8_t *p;
+	size_t len;
+} dirty[MAX_DIRTY];
+static unsigned int n_dirty;
+static bool all_dirty;
+
+static void mark(uint8_t *p, size_t len)
+{
+	if (n_dirty == MAX_DIRTY) {
+		all_dirty = true;
+		return;
+	}
+	dirty[n_dirty].p = p;
+	dirty[n_dirty].len = len;
+	n_dirty++;
+}
+
+static void clean(void)
+{
+	if (all_dirty) {
+		memset(ra, 0, REGION);
+		memset(rb, 0, REGION);
+	} else {
+		for (unsigned int i = 0; i < n_dirty; i++)
+			memset(dirty[i].p, 0, dirty[i].len);
+	}
+	n_dirty = 0;
+	all_dirty = false;
+}
 static struct virtq_mem mem;
 static struct port_config cfg;
 static struct ndp_port_config ndp_cfg;
@@ -522,6 +557,7 @@ static void post_frame(struct guest *g, struct input *in)
 	if (g->cursor + len > REGION)
 		g->cursor = 0;
 	memcpy(rb + g->cursor, frame, len);
+	mark(rb + g->cursor, len);
 	for (unsigned int i = 0; i < nd; i++) {
 		uint16_t slot = (uint16_t)((head + i) % g->num);
 
@@ -559,10 +595,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	aoff = take16(&in) & ~1u;
 	uoff = take16(&in) & ~3u;
 	tun_vnet = conf & CFG_TUN_VNET;
-	memset(ra, 0, REGION);
-	memset(rb, 0, REGION);
+	clean();
 	fill = take16(&in);
-	take(&in, ra, fill);
+	mark(ra, take(&in, ra, fill));
 
 	g.num = (uint16_t)(1u << lg);
 	g.desc = virtq_mem_gpa(&mem, doff, virtq_desc_size(g.num));
@@ -575,6 +610,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		features |= 1ull << VIRTIO_NET_F_MRG_RXBUF;
 	if (conf & CFG_V1)
 		features |= 1ull << VIRTIO_F_VERSION_1;
+	/* The rings: the guest writes two, the device the used one. */
+	mark((uint8_t *)g.desc, virtq_desc_size(g.num));
+	mark((uint8_t *)g.avail, virtq_avail_size(g.num));
+	mark(virtq_mem_gpa(&mem, uoff, virtq_used_size(g.num)), virtq_used_size(g.num));
 	virtq_init(&vq);
 	virtq_set_features(&vq, features);
 	virtq_set_rings(&vq, &mem, g.num, g.desc, g.avail, virtq_mem_gpa(&mem, uoff, virtq_used_size(g.num)));
@@ -600,6 +639,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (off + len > REGION)
 				len = REGION - off;
 			memcpy(r + off, buf, len);
+			mark(r + off, len);
 			break;
 		}
 		default:
