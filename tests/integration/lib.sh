@@ -239,10 +239,21 @@ bg() {
 	BG_LAST=$!
 }
 
-# wait_for SECONDS CMD...: poll CMD every 0.1 s until it succeeds; 1 on timeout.
+# No verdict by the wall clock (issue 14): a test waits for the state the
+# contract names (a reply came, the connection closed, a counter moved),
+# never for "the daemon did X within N ms", which a loaded machine breaks.
+# Every wait is bounded by HANG_SECS only so that a hang ends the run, and
+# it is reported as one (hang), not as a broken contract.
+HANG_SECS=${WEFT_HANG_SECS:-60}
+hang() { fail "hang: $* (nothing after ${HANG_SECS} s)"; }
+
+# wait_for SECONDS CMD...: poll CMD every 0.1 s until it succeeds; 1 when it
+# did not within the hang guard: SECONDS, but never less than HANG_SECS (a
+# caller's shorter figure is how long it usually takes, not a verdict).
 wait_for() {
 	local secs=$1 end
 	shift
+	((secs >= HANG_SECS)) || secs=$HANG_SECS
 	end=$(($(now_ms) + secs * 1000))
 	until "$@" >/dev/null 2>&1; do
 		(($(now_ms) < end)) || return 1
@@ -308,7 +319,7 @@ DAEMON_ARGS=()
 
 # start_daemon IMPL NS IFNAME [VAR=VALUE...]: runs the implementation in the
 # foreground (as a background job of this script) inside NS, logging to
-# $WORK/daemon-IFNAME.log, and waits (bounded) for its UAPI socket and TUN.
+# $WORK/daemon-IFNAME.log, and waits for its UAPI socket and TUN (hang guard).
 start_daemon() {
 	local impl=$1 ns=$2 ifn=$3 bin log pid
 	shift 3
@@ -321,10 +332,10 @@ start_daemon() {
 	DAEMON_NS[$ifn]=$ns
 	DAEMON_LOG[$ifn]=$log
 	DAEMON_IMPL[$ifn]=$impl
-	local end=$(($(now_ms) + 10000))
+	local end=$(($(now_ms) + HANG_SECS * 1000))
 	until [[ -S $WG_SOCK_DIR/$ifn.sock ]] && ip -n "$ns" link show "$ifn" >/dev/null 2>&1; do
 		alive "$pid" || fail "$impl $ifn exited at start-up (see $log)"
-		(($(now_ms) < end)) || fail "$impl $ifn: no socket $WG_SOCK_DIR/$ifn.sock or no link after 10 s"
+		(($(now_ms) < end)) || hang "$impl $ifn: no socket $WG_SOCK_DIR/$ifn.sock or no link"
 		sleep 0.05
 	done
 	local mode
@@ -370,11 +381,11 @@ in_ns() {
 	ip netns exec "$ns" "$@"
 }
 
-# wg in a namespace, bounded.
+# wg in a namespace, bounded by the hang guard.
 nswg() {
 	local ns=$1
 	shift
-	ip netns exec "$ns" timeout 10 wg "$@"
+	ip netns exec "$ns" timeout "$HANG_SECS" wg "$@"
 }
 
 # link_up NS IFNAME ADDR4/LEN ADDR6/LEN: inner addresses, MTU 1420, up.
@@ -422,22 +433,29 @@ peer_field() {
 	nswg "$1" show "$2" dump | awk -v k="$3" -v c="$col" 'NR > 1 && $1 == k { print $c }'
 }
 
-# ping_ok NS DST COUNT [ping args...]: COUNT replies within COUNT*0.2+3 s.
+# ping_ok NS DST COUNT [ping args...]: COUNT replies come back. ping sends
+# one every 0.2 s until it has COUNT replies (-c with -w counts replies);
+# a lost or late one costs time, not the verdict. False only when COUNT
+# replies did not come within the hang guard (HANG_SECS).
 ping_ok() {
 	local ns=$1 dst=$2 count=$3
 	shift 3
-	ip netns exec "$ns" ping -n -q -c "$count" -i 0.2 -W 1 -w $((count / 5 + 3)) "$@" "$dst" >>"$WORK/ping.log" 2>&1
+	ip netns exec "$ns" ping -n -q -c "$count" -i 0.2 -w "$HANG_SECS" "$@" "$dst" >>"$WORK/ping.log" 2>&1
 }
 
-# ping_within NS DST COUNT SECONDS [ping args...]: COUNT replies within SECONDS
-# (for a first ping that waits for a handshake retry, REKEY_TIMEOUT = 5 s).
+# ping_within NS DST COUNT SECONDS [ping args...]: ping_ok with SECONDS as a
+# floor under the hang guard (a first ping that waits for a handshake retry,
+# REKEY_TIMEOUT = 5 s, is no different: replies are what counts).
 ping_within() {
 	local ns=$1 dst=$2 count=$3 secs=$4
 	shift 4
-	ip netns exec "$ns" ping -n -q -c "$count" -i 0.2 -W 1 -w "$secs" "$@" "$dst" >>"$WORK/ping.log" 2>&1
+	((secs >= HANG_SECS)) || secs=$HANG_SECS
+	ip netns exec "$ns" ping -n -q -c "$count" -i 0.2 -w "$secs" "$@" "$dst" >>"$WORK/ping.log" 2>&1
 }
 
-# ping_none NS DST COUNT [ping args...]: true when no reply came back.
+# ping_none NS DST COUNT [ping args...]: true when no reply came back. (A
+# negative check needs a window; a slow machine can only make it pass, never
+# fail, so the window is no verdict on speed.)
 ping_none() {
 	local ns=$1 dst=$2 count=$3 out
 	shift 3
@@ -448,9 +466,11 @@ ping_none() {
 
 # --- weftd counters ----------------------------------------------------------
 
-# uapi IFNAME REQUEST: raw UAPI exchange (REQUEST without the final blank line).
+# uapi IFNAME REQUEST: raw UAPI exchange (REQUEST without the final blank
+# line). The daemon closes after its reply; socat waits for that close up to
+# the hang guard.
 uapi() {
-	printf '%s\n\n' "$2" | timeout 5 socat -t 3 - "UNIX-CONNECT:$WG_SOCK_DIR/$1.sock"
+	printf '%s\n\n' "$2" | timeout "$((HANG_SECS + 5))" socat -t "$HANG_SECS" - "UNIX-CONNECT:$WG_SOCK_DIR/$1.sock"
 }
 
 # stats IFNAME KEY: one weftd counter (stats=1 on the UAPI socket). The NS
@@ -558,25 +578,32 @@ send_file() {
 
 # iperf NS_CLIENT NS_SERVER SERVER_ADDR SECONDS: TCP both directions.
 # With a fifth argument BYTES (e.g. 1G) each direction moves that much
-# instead, within SECS seconds.
+# instead; SECS (at least HANG_SECS) is then only the hang guard.
 iperf_both() {
-	local cns=$1 sns=$2 addr=$3 secs=$4 bytes=${5:-} spid dir out amount
+	local cns=$1 sns=$2 addr=$3 secs=$4 bytes=${5:-} spid dir out amount rc
 	amount=(-t "$secs")
-	[[ -n $bytes ]] && amount=(-n "$bytes")
+	if [[ -n $bytes ]]; then
+		amount=(-n "$bytes")
+		((secs >= HANG_SECS)) || secs=$HANG_SECS
+	fi
 	bg ip netns exec "$sns" timeout $((secs * 2 + 30)) iperf3 -s -p 5201 -B "$addr"
 	spid=$BG_LAST
 	wait_listen "$sns" 5201
 	for dir in "" -R; do
-		out=$(ip netns exec "$cns" timeout $((secs + 15)) iperf3 -c "$addr" -p 5201 "${amount[@]}" $dir 2>&1) ||
-			{ printf '%s\n' "$out" >&2; fail "iperf3 ${dir:-forward} to $addr failed"; }
+		rc=0
+		out=$(ip netns exec "$cns" timeout $((secs + 15)) iperf3 -c "$addr" -p 5201 "${amount[@]}" $dir 2>&1) || rc=$?
+		((rc != 124)) || { printf '%s\n' "$out" >&2; hang "iperf3 ${dir:-forward} to $addr"; }
+		((rc == 0)) || { printf '%s\n' "$out" >&2; fail "iperf3 ${dir:-forward} to $addr failed"; }
 		log "iperf3 ${dir:-forward} $addr: $(awk '/receiver$/ { for (i = 2; i <= NF; i++) if ($i ~ /bits\/sec/) print $(i-1), $i }' <<<"$out")"
 	done
 	reap "$spid" 2
 }
 
-# wait_handshake NS IFNAME PUB MS: epoch of the latest handshake, waiting up to MS.
+# wait_handshake NS IFNAME PUB MS: epoch of the latest handshake, waiting for
+# one up to MS, but never less than the hang guard (HANG_SECS).
 wait_handshake() {
 	local ns=$1 ifn=$2 pub=$3 ms=$4 end hs
+	((ms >= HANG_SECS * 1000)) || ms=$((HANG_SECS * 1000))
 	end=$(($(now_ms) + ms))
 	while :; do
 		hs=$(latest_handshake "$ns" "$ifn" "$pub")
@@ -669,9 +696,10 @@ udp_drained() {
 	((q == 0))
 }
 
-# responsive NS IFNAME: the daemon answers `wg show` within 2 s.
+# responsive NS IFNAME: the daemon answers `wg show` (false only when it
+# did not within the hang guard: report that as a hang).
 responsive() {
-	ip netns exec "$1" timeout 2 wg show "$2" >/dev/null 2>&1
+	ip netns exec "$1" timeout "$HANG_SECS" wg show "$2" >/dev/null 2>&1
 }
 
 # --- the weft CLI -------------------------------------------------------------
