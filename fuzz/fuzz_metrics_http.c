@@ -10,8 +10,9 @@
  * and a replay of the responder's read loop (a 4096-byte buffer, parsed
  * after each read, stopped at the first verdict that is not INCOMPLETE)
  * whose every intermediate verdict must be the model's for the bytes read
- * so far. So a prefix of a request is "complete" only when the model says
- * so, and reading in pieces ends where and as reading at once would. */
+ * so far, and the three cuts just before the end of the headers. So a
+ * prefix of a request is "complete" only when the model says so, and
+ * reading in pieces ends where and as reading at once would. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,8 +48,9 @@ static bool same(const unsigned char *p, size_t n, const char *s)
 	return n == strlen(s) && memcmp(p, s, n) == 0;
 }
 
-/* The verdict on the first len bytes of p, by splitting lines. */
-static enum metrics_http_verdict model(const unsigned char *p, size_t len)
+/* The verdict on the first len bytes of p, by splitting lines; *end gets
+ * the length of the request line and headers (SIZE_MAX: no end in len). */
+static enum metrics_http_verdict model(const unsigned char *p, size_t len, size_t *end)
 {
 	size_t line_start = 0, first_end = SIZE_MAX, i;
 	bool blank = false;
@@ -56,6 +58,7 @@ static enum metrics_http_verdict model(const unsigned char *p, size_t len)
 	size_t mlen, tlen, vlen, rl_len, a, b;
 	bool get, head;
 
+	*end = SIZE_MAX;
 	/* Lines end at LF (an optional CR before it is part of the ending);
 	 * the headers end with the first empty line after the request line. */
 	for (i = 0; i < len; i++) {
@@ -68,6 +71,7 @@ static enum metrics_http_verdict model(const unsigned char *p, size_t len)
 
 			if (n == 0 || (n == 1 && p[line_start] == '\r')) {
 				blank = true;
+				*end = i + 1;
 				break;
 			}
 		}
@@ -136,12 +140,23 @@ static uint32_t next_rand(uint32_t *s)
 	return *s;
 }
 
+/* The model's verdict on the first got bytes of a request whose whole
+ * verdict is whole, its headers ending at end: a request is decided by its
+ * bytes up to the end of its headers, and undecided before. */
+static enum metrics_http_verdict model_prefix(enum metrics_http_verdict whole, size_t end,
+					      size_t got)
+{
+	if (end <= got)
+		return whole;
+	return got >= METRICS_HTTP_MAX_REQUEST ? METRICS_HTTP_TOO_LARGE : METRICS_HTTP_INCOMPLETE;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char buf[METRICS_HTTP_MAX_REQUEST];
-	enum metrics_http_verdict v = METRICS_HTTP_INCOMPLETE, want;
+	enum metrics_http_verdict v = METRICS_HTTP_INCOMPLETE, whole;
 	const uint8_t *req;
-	size_t len, got = 0;
+	size_t len, got = 0, end;
 	uint32_t seed;
 
 	if (size < 1)
@@ -150,12 +165,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	req = data + 1;
 	len = size - 1;
 
-	CHECK(parse_copy(req, len) == model(req, len));
+	whole = model(req, len, &end);
+	CHECK(parse_copy(req, len) == whole);
+	/* Cut just before the end of the headers, the request is undecided. */
+	for (size_t k = 1; k <= 3 && end != SIZE_MAX && k <= end; k++) {
+		size_t e;
 
-	/* The responder's loop: reads of 1..128 bytes (or everything at once),
-	 * never more than the buffer holds. */
+		CHECK(model(req, end - k, &e) == model_prefix(whole, end, end - k) &&
+		      e == SIZE_MAX);
+		CHECK(parse_copy(req, end - k) == model_prefix(whole, end, end - k));
+	}
+
+	/* The responder's loop: reads of 1..16 or 1..1024 bytes (or
+	 * everything at once), never more than the buffer holds. */
 	while (v == METRICS_HTTP_INCOMPLETE && got < len) {
-		size_t n = seed ? 1 + next_rand(&seed) % 128 : len;
+		uint32_t r = seed ? next_rand(&seed) : 0;
+		size_t n = !seed ? len : (r & 0x30000) ? 1 + r % 1024 : 1 + r % 16;
 
 		if (n > len - got)
 			n = len - got;
@@ -165,15 +190,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(buf + got, req + got, n);
 		got += n;
 		v = metrics_http_parse(buf, got);
-		want = model(req, got);
-		CHECK(v == want);
+		CHECK(v == model_prefix(whole, end, got));
 	}
 	CHECK(got <= sizeof(buf));
-	/* Where the whole input is complete, the loop stopped inside it with
-	 * the verdict the whole input gets, unless it ran out of room first. */
-	if (v != METRICS_HTTP_INCOMPLETE && v != METRICS_HTTP_TOO_LARGE)
-		CHECK(model(req, len) == v);
+	/* The loop stops at the first read that completes the headers, with
+	 * the whole input's verdict, or at the limit, or out of input. */
 	if (v == METRICS_HTTP_INCOMPLETE)
-		CHECK(got == len && model(req, len) == METRICS_HTTP_INCOMPLETE);
+		CHECK(got == len && whole == METRICS_HTTP_INCOMPLETE);
+	else if (v != METRICS_HTTP_TOO_LARGE)
+		CHECK(v == whole && end <= got);
 	return 0;
 }
