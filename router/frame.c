@@ -1,5 +1,11 @@
 /* Classifying a VM's frames: Ethernet checks, then the IP header, then the
- * anti-spoofing check of the source, then the TTL. */
+ * anti-spoofing check of the source, then the TTL.
+ *
+ * Security model: the frame is the guest's, any length and any bytes. No
+ * header field is read before the length says it is there; the IP header's
+ * own lengths are checked against the frame, never trusted to match it; a
+ * source address is accepted only when it lies in a prefix registered to the
+ * port. Every refusal names its drop reason; a refused frame is not touched. */
 #include "router/frame.h"
 
 #include <arpa/inet.h>
