@@ -414,6 +414,13 @@ static void fill_info(struct wg_device *dev, const struct wg_port *port, struct 
 	memset(info, 0, sizeof(*info));
 	info->cfg = port->cfg;
 	info->connected = port->vhost ? atomic_load(&port->vhost->connected) : true;
+	if (port->cfg.type == PORT_TAP) {
+		/* A tap is usually moved into its VM's namespace: its state is
+		 * read where it lives, through its fd, not by name here. */
+		struct tun_link_state st;
+
+		info->connected = tun_link_read(port->fds[0], &st) == 0 && st.up;
+	}
 	info->frontend_stalls = port->vhost ? atomic_load(&port->vhost->stalls) : 0;
 	info->memory_faults = port->vhost ? atomic_load(&port->vhost->memory_faults) : 0;
 	info->rx_packets = atomic_load(&c->rx_packets);

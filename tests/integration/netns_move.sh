@@ -19,7 +19,8 @@
 #
 # Run 1: the move; ping v4/v6 and iperf3 both ways through the moved link;
 # MTU, up/down and txqueuelen changed in c and seen by weftd (weft_tun_*
-# metrics) and a ping sized to the new MTU; then `ip link del` in c, which
+# metrics) and a ping sized to the new MTU; a tap port moved into c, whose
+# up/down weftd reads there (weft_port_up); then `ip link del` in c, which
 # must stop weftd cleanly (status 0, socket removed). Run 2: a fresh weftd
 # (wgPIDd) moved into namespace ...-d, which is then deleted: the link goes
 # with it and weftd must stop the same way. Sanitizer reports in either log
@@ -42,6 +43,13 @@ tun_state() {
 wait_tun_state() {
 	wait_for "$HANG_SECS" tun_state "$@" || hang "$1: weft_tun_$2 never became $3"
 }
+
+# port_up IFNAME PORT VALUE: weftd's weft_port_up for the tap PORT is VALUE.
+port_up() {
+	"$WEFT_BIN" -i "$1" metrics 2>/dev/null |
+		grep -qx "weft_port_up{interface=\"$1\",port=\"$2\",type=\"tap\"} $3"
+}
+wait_port_up() { wait_for "$HANG_SECS" port_up "$@" || hang "$2: weft_port_up never became $3"; }
 
 # listening NS PORT: a TCP socket listens on PORT in NS.
 listening() { ip netns exec "$1" ss -ltnH "sport = :$2" | grep -q .; }
@@ -107,6 +115,15 @@ ip -n "$NS_C" link set "$IF_A" txqueuelen 321 up
 wait_tun_state "$IF_A" up 1
 wait_tun_state "$IF_A" txqueuelen 321
 ping_ok "$NS_C" "$IN4_B" 3 || fail "ping from $NS_C after down/up"
+
+step "a tap port moved into $NS_C: its up/down is read there"
+TAP="wm${RUN_ID}c"
+weft -i "$IF_A" port add "$TAP" tap mac 52:54:00:00:00:0c address 10.77.0.2 || fail "port add: $ERR"
+wait_port_up "$IF_A" "$TAP" 1
+ip -n "$NS_A" link set "$TAP" netns "$NS_C"
+wait_port_up "$IF_A" "$TAP" 0 # a move leaves the link down
+ip -n "$NS_C" link set "$TAP" up
+wait_port_up "$IF_A" "$TAP" 1
 
 step "ip link del in $NS_C stops weftd"
 ip -n "$NS_C" link del "$IF_A"
