@@ -98,13 +98,13 @@ start_listeners() {
 	BG_PIDS+=($!)
 	UP_PID=$!
 	local _
-	for _ in $(seq 50); do
+	for _ in $(seq 600); do
 		if nsx ss -Hltn | grep -q ':7002 ' && nsx ss -Hltn | grep -q ':7001 '; then
 			return 0
 		fi
 		sleep 0.1
 	done
-	fail "socat listeners did not come up"
+	fail "hang: socat listeners did not come up after 60 s"
 }
 
 # guest_script FEATURE_EXPECT QUEUES MTU: what runs inside. FEATURE_EXPECT is

@@ -132,7 +132,7 @@ ip netns exec "$VM1" ping -n -c1 -W1 10.243.0.13 >/dev/null
 n4=$(ip -n "$VM1" neigh show "$GW4" dev eth1)
 grep -q "lladdr $mac1 .*REACHABLE" <<<"$n4" || fail "vm1 neighbour $GW4: '$n4'"
 r0=$(port_counter "$IF_A" "$AT1" ndp_replies)
-out=$(ip netns exec "$VM1" timeout 5 ndisc6 -1 -n fd00:243::99 eth1) || fail "ndisc6 got no NA: $out"
+out=$(ip netns exec "$VM1" timeout $((HANG_SECS + 5)) ndisc6 -1 -r "$HANG_SECS" -n fd00:243::99 eth1) || fail "ndisc6 got no NA: $out"
 grep -qi "$mac1" <<<"$out" || fail "ndisc6: the NA does not carry $mac1: $out"
 ((r0 >= 1)) || fail "ndp_replies is $r0 after ARP and NS"
 

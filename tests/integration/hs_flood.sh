@@ -36,16 +36,18 @@
 # Phase 1 (FLOOD_SECS): C never uses its cookies. Checks: hs_cookies_sent
 # grows by at least a third of what C sent, C receives cookie replies (they
 # route back to its addresses), hs_initiations_received grows by less than
-# 1% of it, B answers `wg show` within 2 s, ping and iperf3 (rate logged,
-# > 0 required) through the tunnel during the flood, and A's handshake: in a
+# 1% of it, B answers `wg show`, ping and iperf3 (rate logged, > 0
+# required) through the tunnel during the flood, and A's handshake: in a
 # capture on A's veth, B's response names (by its receiver index) the
-# initiation it answers; that one must carry a mac2, come after a cookie
-# reply to A, and have left A at most 1 s before the response came back
-# (a loose bound: the cookie round itself takes REKEY_TIMEOUT, 5 s).
+# initiation it answers; that one must carry a mac2 and come after a cookie
+# reply to A (how long after is logged, not judged). The flood runs until
+# those checks are done (at most HANG_SECS; at least FLOOD_SECS). No check
+# is on how fast B is; waits are hang guards (lib.sh HANG_SECS).
 # Phase 2 (4 s): C decrypts its cookies and sends mac2 like a real host
 # that owns its addresses: hs_ratelimited must grow, and
 # hs_initiations_received by at most 256 sources x (5 + 20/s x 5 s) plus
-# one queue of slack.
+# one queue of slack. (That bound is a rate, the rate limiter's contract;
+# a slow machine only sends less.)
 #
 # The flood rate is WEFT_HS_FLOOD_PPS (default 40000/s; 10000/s in a
 # sanitizer build). Above what B's handshake thread can answer, the queue
@@ -109,13 +111,13 @@ stats_snap "$IF_B" S0
 # Handshake messages only (types 1-3): the data would fill the disk.
 capture_start "$NS_A" ve-a "$WORK/a.pcap" udp port "$PA" and udp[8] '<' 4
 FLOOD_OUT=$WORK/flood1.txt
-bg -o "$FLOOD_OUT" ip netns exec "$NS_C" timeout $((FLOOD_SECS + 10)) \
-	"$HS_FLOOD" -d "$FLOOD_SECS" -r "$RATE" "$PUB_b" "$OUT4_BC" "$PB" "$SRC_FIRST" "$NSRC"
+bg -o "$FLOOD_OUT" ip netns exec "$NS_C" timeout $((HANG_SECS + 10)) \
+	"$HS_FLOOD" -d "$HANG_SECS" -r "$RATE" "$PUB_b" "$OUT4_BC" "$PB" "$SRC_FIRST" "$NSRC"
 FLOOD_PID=$BG_LAST
 t_flood=$(now_ms)
-wait_for 5 cookies_sent_since_s0 100 || fail "B sent no cookie replies within 5 s of the flood's start: not under load"
+wait_for "$HANG_SECS" cookies_sent_since_s0 100 || hang "B sent no cookie replies since the flood's start: not under load"
 log "B under load (cookie replies) $(($(now_ms) - t_flood)) ms into the flood"
-responsive "$NS_B" "$IF_B" || fail "B does not answer wg show within 2 s under the flood"
+responsive "$NS_B" "$IF_B" || hang "B answers no wg show under the flood"
 
 step "A forgets B and handshakes again, under the flood"
 has_stats "$IF_A" && stats_snap "$IF_A" SA0
@@ -123,20 +125,21 @@ nswg "$NS_A" set "$IF_A" peer "$PUB_b" remove
 nswg "$NS_A" set "$IF_A" peer "$PUB_b" allowed-ips "$IN4_B/32,$IN6_B/128" endpoint "$OUT4_B:$PB"
 t0=$(now_ms)
 bg ip netns exec "$NS_A" ping -n -q -c 60 -i 0.2 -W 1 "$IN4_B"
-wait_handshake "$NS_A" "$IF_A" "$PUB_b" 12000 >/dev/null || fail "A completed no handshake within 12 s under the flood"
+wait_handshake "$NS_A" "$IF_A" "$PUB_b" $((HANG_SECS * 1000)) >/dev/null || hang "A completed no handshake under the flood"
 log "A's handshake completed $(($(now_ms) - t0)) ms after its first packet"
-alive "$FLOOD_PID" || fail "the flood ended before A's handshake: raise FLOOD_SECS"
+alive "$FLOOD_PID" || hang "A's handshake under the flood (the flood's $HANG_SECS s ran out first)"
 
 step "during the flood: ping, wg show, iperf3"
 ping_ok "$NS_A" "$IN4_B" 5 || fail "ping A -> B during the flood"
-responsive "$NS_B" "$IF_B" || fail "B does not answer wg show within 2 s under the flood"
+responsive "$NS_B" "$IF_B" || hang "B answers no wg show under the flood"
 RATE_DURING=$(iperf_rate 2 "during the flood")
 log "iperf3 A -> B during the flood: $RATE_DURING (before: $RATE_BEFORE)"
 awk '{ exit !($1 > 0) }' <<<"$RATE_DURING" || fail "iperf3 moved nothing during the flood"
-alive "$FLOOD_PID" || fail "the flood ended before the checks during it: raise FLOOD_SECS"
+alive "$FLOOD_PID" || hang "the checks during the flood (the flood's $HANG_SECS s ran out first)"
 
-wait_for $((FLOOD_SECS + 5)) dead "$FLOOD_PID" || fail "hs_flood did not end"
-reap "$FLOOD_PID" 1
+# At least FLOOD_SECS of flood, then SIGTERM: hs_flood prints its totals.
+while (($(now_ms) - t_flood < FLOOD_SECS * 1000)); do sleep 0.2; done
+reap "$FLOOD_PID" 5
 capture_stop "$CAPTURE_PID"
 stats_snap "$IF_B" S1
 log "hs_flood: $(tr '\n' ' ' <<<"$(cat "$FLOOD_OUT")")"
@@ -148,16 +151,16 @@ for k in hs_initiations_received hs_responses_sent hs_cookies_sent hs_invalid_ma
 done
 COOKIES=$(snap_delta S0 S1 hs_cookies_sent)
 INITS=$(snap_delta S0 S1 hs_initiations_received)
-((SENT >= RATE * FLOOD_SECS / 4)) || fail "hs_flood sent only $SENT initiations"
+((SENT >= 1000)) || fail "hs_flood sent only $SENT initiations: no flood"
 ((COOKIES >= SENT / 3)) || fail "B sent $COOKIES cookie replies for $SENT flood initiations: under-load mode did not hold"
 ((REPLIES > 0)) || fail "no cookie reply came back to C's addresses"
 ((INITS <= SENT / 100)) || fail "$INITS initiations reached B's Noise code (of $SENT sent): cookies did not spare the work"
 log "C sent $SENT, B answered $COOKIES with cookies ($REPLIES came back to C), $INITS reached the Noise code"
 
-step "B answered A's retry with mac2 within 1 s"
+step "B answered A's retry with mac2"
 # The response names the initiation it answers (its receiver index is the
-# initiation's sender index): that initiation must carry a mac2, follow a
-# cookie reply, and be answered within 1 s.
+# initiation's sender index): that initiation must carry a mac2 and follow a
+# cookie reply. How long B took is logged, not judged.
 out=$(python3 - "$WORK/a.pcap" "$OUT4_A" <<'EOF'
 import socket, struct, sys
 data = open(sys.argv[1], "rb").read()
@@ -199,7 +202,6 @@ pcap_field() { awk -F= -v k="$1" '$1 == k { print $2 }' <<<"$out"; }
 log "at A: $(pcap_field initiations) initiations up to the response, which answers one with mac2=$(pcap_field mac2) sent after $(pcap_field cookies_before) cookie replies, $(pcap_field ms) ms before it"
 (($(pcap_field cookies_before) >= 1)) || fail "A got no cookie reply before the answered initiation: B was not under load for it"
 (($(pcap_field mac2) == 1)) || fail "B answered an initiation of A's without mac2 while under load"
-(($(pcap_field ms) <= 1000)) || fail "B answered A's initiation with mac2 after $(pcap_field ms) ms (bound 1000)"
 if has_stats "$IF_A"; then
 	stats_snap "$IF_A" SA1
 	(($(snap_delta SA0 SA1 hs_cookies_received) >= 1)) || fail "A counted no cookie reply"

@@ -12,7 +12,8 @@
 #
 # Run twice: A's endpoint for B is the IPv4 outer address, then the IPv6 one
 # (fresh daemons each time). B has no endpoint for A: it learns it from A's
-# initiation. Checks: handshake within 1 s of the first ping, ping over inner
+# initiation. Checks: a handshake after the first ping (its time logged, and
+# its latest-handshake stamp between the ping and now), ping over inner
 # IPv4 and IPv6 both ways, iperf3 TCP (1 GB each way over IPv4, 3 s over IPv6), a 20 MB random file
 # whose sha256 matches on both ends, 3,200 UDP datagrams in bursts of one size
 # (what a receiving weftd coalesces into UDP GSO writes) each checked intact,
@@ -27,12 +28,12 @@ udp_check() {
 	local src=$1 dst=$2 addr=$3 rpid out got
 	out="$WORK/udp_check.out"
 	rm -f "$out"
-	bg -o "$out" ip netns exec "$dst" timeout 60 python3 "$TEST_DIR/../tools/udp_check.py" recv "$addr" 5400 3200 3
+	bg -o "$out" ip netns exec "$dst" timeout 60 python3 "$TEST_DIR/../tools/udp_check.py" recv "$addr" 5400 3200 10
 	rpid=$BG_LAST
-	wait_for 10 grep -q listening "$out" || fail "udp_check receiver did not start"
+	wait_for "$HANG_SECS" grep -q listening "$out" || hang "udp_check receiver did not start"
 	ip netns exec "$src" timeout 60 python3 "$TEST_DIR/../tools/udp_check.py" send "$addr" 5400 3200 ||
 		fail "udp_check send to $addr failed"
-	wait_for 20 dead "$rpid" || fail "udp_check receiver did not finish"
+	wait_for "$HANG_SECS" dead "$rpid" || hang "udp_check receiver did not finish"
 	reap "$rpid" 1
 	((REAPED_RC == 0)) || fail "udp_check: damaged datagrams: $(tail -1 "$out")"
 	got=$(awk '/^received/ { print $4 }' "$out")
@@ -47,15 +48,18 @@ round() {
 	step "outer IPv$fam: $IMPL_A ($IF_A) initiates to $IMPL_B ($IF_B)"
 	setup_pair 51820 51821 "$fam"
 
-	step "IPv$fam: handshake within 1 s of the first ping"
+	step "IPv$fam: a handshake after the first ping"
 	t0=$(now_ms)
-	bg ip netns exec "$NS_A" ping -n -q -c 5 -i 0.2 -W 1 "$IN4_B"
-	hs=$(wait_handshake "$NS_A" "$IF_A" "$PUB_b" 1000) || fail "no handshake on $IF_A within 1 s of the first ping"
+	t0_s=$(date +%s)
+	bg ip netns exec "$NS_A" ping -n -q -c 5 -i 0.2 "$IN4_B"
+	hs=$(wait_handshake "$NS_A" "$IF_A" "$PUB_b" $((HANG_SECS * 1000))) || hang "no handshake on $IF_A after the first ping"
 	ms=$(($(now_ms) - t0))
 	log "handshake seen on the initiator after ${ms} ms"
 	now=$(date +%s)
-	((hs >= now - 3 && hs <= now + 1)) || fail "latest-handshake $hs is not near now ($now)"
-	wait_handshake "$NS_B" "$IF_B" "$PUB_a" 2000 >/dev/null || fail "no handshake on responder $IF_B"
+	# The stamp is the handshake's wall-clock time: after the first ping
+	# (1 s of rounding), not after we looked.
+	((hs >= t0_s - 1 && hs <= now + 1)) || fail "latest-handshake $hs is outside the ping's start $t0_s .. now $now"
+	wait_handshake "$NS_B" "$IF_B" "$PUB_a" $((HANG_SECS * 1000)) >/dev/null || hang "no handshake on responder $IF_B"
 
 	step "IPv$fam: ping over inner IPv4 and IPv6, both directions"
 	ping_ok "$NS_A" "$IN4_B" 5 || fail "ping $IN4_B from a"

@@ -131,8 +131,10 @@ ping_ok "$VMX" "$Y6" 3 || fail "X -> Y IPv6"
 
 step "the first packet after a registration arrives"
 weft -i "$IF2" vm add "$TAP_z2" "$Z6" "$Z4" || fail "vm add z: $ERR"
-out=$(ip netns exec "$VMY" ping -n -c 1 -W 3 "$Z6" 2>&1) || fail "the first ping Y -> Z was lost: $out"
-out=$(ip netns exec "$VMZ" ping -n -c 1 -W 3 "$Y4" 2>&1) || fail "the first ping Z -> Y (IPv4) was lost: $out"
+# One ping each (no retry: the first is the one that must not be lost);
+# its reply is waited for up to the hang guard.
+out=$(ip netns exec "$VMY" ping -n -c 1 -W "$HANG_SECS" "$Z6" 2>&1) || fail "the first ping Y -> Z was lost: $out"
+out=$(ip netns exec "$VMZ" ping -n -c 1 -W "$HANG_SECS" "$Y4" 2>&1) || fail "the first ping Z -> Y (IPv4) was lost: $out"
 # h3 learned Z's location: by discovery, from Z's announcement (multicast
 # mode, or unicast when h3 is Z's home), whichever came first.
 weft -i "$IF3" mesh show --json || fail "mesh show: $ERR"
@@ -159,8 +161,11 @@ kill -INT "$PING_PID"
 wait "$PING_PID" || true
 summary=$(grep 'packets transmitted' "$WORK/move-ping.log") || fail "no ping summary: $(tail -3 "$WORK/move-ping.log")"
 log "ping during moves: $summary"
-sent=$(awk '{ print $1 }' <<<"$summary")
-got=$(awk '{ print $4 }' <<<"$summary")
+# Lost = a gap before the last answered ping: the pings still in flight
+# when ping was stopped are not losses (on a loaded machine there are more
+# of them), and a late reply still counts.
+sent=$(awk -F'icmp_seq=' '/bytes from/ { split($2, a, " "); if (a[1] + 0 > m) m = a[1] + 0 } END { print m + 0 }' "$WORK/move-ping.log")
+got=$(awk -F'icmp_seq=' '/bytes from/ { split($2, a, " "); if (!s[a[1] + 0]++) n++ } END { print n + 0 }' "$WORK/move-ping.log")
 show_all() {
 	local h ifn
 	for h in 1 2 3; do
@@ -175,7 +180,7 @@ if ((got != sent)); then
 	awk -F'icmp_seq=' '/bytes from/ { split($2, a, " "); print a[1] }' "$WORK/move-ping.log" |
 		awk 'NR > 1 && $1 != prev + 1 { printf "missing %d..%d\n", prev + 1, $1 - 1 } { prev = $1 }' >&2
 fi
-((sent >= 300)) || fail "only $sent pings sent during the moves"
+((sent >= 300)) || fail "only $sent pings answered up to the last one during the moves"
 ((got == sent)) || fail "$((sent - got)) of $sent pings lost during 20 moves"
 
 step "a host that no longer holds X answers NOT_HERE; the sender stops using it"

@@ -174,12 +174,12 @@ step "a non-loopback address needs --metrics-public"
 IF_C=$(ifname c)
 EXTRA_IFNAMES+=("$IF_C")
 RC=0
-ip netns exec "$NS_B" timeout 10 "$WEFTD" -f --metrics "$OUT4_B:9587" "$IF_C" \
+ip netns exec "$NS_B" timeout "$HANG_SECS" "$WEFTD" -f --metrics "$OUT4_B:9587" "$IF_C" \
 	>"$WORK/refused.log" 2>&1 || RC=$?
 ((RC == 1)) || fail "weftd --metrics $OUT4_B:9587 without --metrics-public: exit $RC"
 grep -q "not a loopback address" "$WORK/refused.log" || fail "no reason: $(cat "$WORK/refused.log")"
 RC=0
-ip netns exec "$NS_B" timeout 10 "$WEFTD" -f --metrics "[::1]:9586x" "$IF_C" \
+ip netns exec "$NS_B" timeout "$HANG_SECS" "$WEFTD" -f --metrics "[::1]:9586x" "$IF_C" \
 	>"$WORK/bad.log" 2>&1 || RC=$?
 ((RC == 1)) || fail "weftd took a bad --metrics (exit $RC)"
 DAEMON_ARGS=(--metrics "$OUT4_B:9587" --metrics-public)

@@ -183,7 +183,7 @@ wait_for 10 bash -c "[[ \$(grep -cx READY=1 '$WORK/notify-c.log') == 3 ]]" || fa
 	fail "STATUS after an unchanged mesh file: $(last_status "$WORK/notify-c.log")"
 printf '[Mesh]\nMode = sideways\n' >"$WORK/bad.mesh"
 RC=0
-ip netns exec "$NS_B" timeout 10 "$WEFTD" -f --mesh "$WORK/bad.mesh" "${IF_C}x" >"$WORK/bad-mesh.log" 2>&1 || RC=$?
+ip netns exec "$NS_B" timeout "$HANG_SECS" "$WEFTD" -f --mesh "$WORK/bad.mesh" "${IF_C}x" >"$WORK/bad-mesh.log" 2>&1 || RC=$?
 ((RC == 1)) || fail "weftd started with a bad mesh file (exit $RC)"
 grep -q "bad.mesh:2: Mode must be" "$WORK/bad-mesh.log" || fail "bad mesh file: $(cat "$WORK/bad-mesh.log")"
 

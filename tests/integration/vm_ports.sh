@@ -68,7 +68,8 @@ for n in 1 2 3; do
 	wait_for 10 sh -c "ip -n ${!ns} -6 route show default | grep -q 'via $ROUTER_LL'" ||
 		fail "vm$n: no IPv6 default route via $ROUTER_LL: $(ip -n "${!ns}" -6 route show default)"
 done
-out=$(ip netns exec "$VM1_NS" timeout 5 rdisc6 -1 "$VM1_TAP") || fail "rdisc6 got no RA"
+# One solicitation a second up to the hang guard: the answer counts, not its speed.
+out=$(ip netns exec "$VM1_NS" timeout $((HANG_SECS + 5)) rdisc6 -1 -r "$HANG_SECS" "$VM1_TAP") || fail "rdisc6 got no RA"
 grep -q "MTU *: *1420" <<<"$out" || fail "rdisc6: no MTU 1420 in the RA: $out"
 grep -qi "from $ROUTER_LL" <<<"$out" || fail "rdisc6: RA not from $ROUTER_LL: $out"
 
@@ -96,7 +97,7 @@ n4=$(ip -n "$VM1_NS" neigh show "$GW4" dev "$VM1_TAP")
 grep -q "lladdr $ROUTER_MAC .*REACHABLE" <<<"$n4" || fail "vm1 neighbour $GW4: '$n4'"
 n6=$(ip -n "$VM1_NS" -6 neigh show "$ROUTER_LL" dev "$VM1_TAP")
 grep -q "lladdr $ROUTER_MAC .*\(REACHABLE\|router\)" <<<"$n6" || fail "vm1 neighbour $ROUTER_LL: '$n6'"
-out=$(ip netns exec "$VM1_NS" timeout 5 ndisc6 -1 -n fd00:242:1::12 "$VM1_TAP") || fail "ndisc6 got no NA: $out"
+out=$(ip netns exec "$VM1_NS" timeout $((HANG_SECS + 5)) ndisc6 -1 -r "$HANG_SECS" -n fd00:242:1::12 "$VM1_TAP") || fail "ndisc6 got no NA: $out"
 grep -qi "$ROUTER_MAC" <<<"$out" || fail "ndisc6: the NA does not carry $ROUTER_MAC: $out"
 
 # iperf VM_FROM VM_TO ADDR: a 3 s TCP transfer must complete.

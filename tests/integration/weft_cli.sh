@@ -197,7 +197,7 @@ expect_rc 0 port load "$WORK/ports.conf"
 grep -q "^0 added, 0 replaced, 0 removed, 2 unchanged$" <<<"$OUT" || fail "load after --ports: $OUT"
 stop_daemon "$IF_A"
 RC=0
-ip netns exec "$NS_A" timeout 10 "$WEFTD" -f --ports "$WORK/bad.conf" "${IF_A}x" >"$WORK/bad-start.log" 2>&1 || RC=$?
+ip netns exec "$NS_A" timeout "$HANG_SECS" "$WEFTD" -f --ports "$WORK/bad.conf" "${IF_A}x" >"$WORK/bad-start.log" 2>&1 || RC=$?
 ((RC != 0 && RC != 124)) || fail "weftd started with a bad ports file (exit $RC)"
 grep -q "bad.conf:3" "$WORK/bad-start.log" || fail "weftd did not say what is wrong: $(cat "$WORK/bad-start.log")"
 pass

@@ -66,9 +66,9 @@ quick_up() {
 	[[ $(peer_field "$NS_A" "$IF_A" "$PUB_b" handshake) != 0 ]] || fail "no handshake recorded"
 }
 
-# gone HOW: the daemon exits by itself within 5 s, and leaves no socket/link.
+# gone HOW: the daemon exits by itself (hang guard HANG_SECS), and leaves no socket/link.
 gone() {
-	wait_for 5 dead "$QPID" || fail "$IMPL_A (pid $QPID) still running 5 s after $1"
+	wait_for "$HANG_SECS" dead "$QPID" || hang "$IMPL_A (pid $QPID) still running after $1"
 	wait_for 2 bash -c "[[ ! -e $WG_SOCK_DIR/$IF_A.sock ]]" || fail "socket left behind after $1"
 	wait_for 2 bash -c "! ip -n $NS_A link show $IF_A" || fail "$IF_A still exists after $1"
 	log "$IMPL_A exited after $1"

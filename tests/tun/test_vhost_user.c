@@ -610,7 +610,9 @@ static void test_unknown_and_malformed(void)
 	CHECK_EQ(count_fds(), before - 1);
 }
 
-/* A message that arrives in pieces, the fd with the first one. */
+/* A message that arrives in pieces, the fd with the first one. The pieces
+ * come 50 ms apart; the contract is a time here (IO_WAIT_MS, 1 s for the
+ * rest of a started message), with a margin of 20 to it. */
 static void *send_rest(void *arg)
 {
 	const uint8_t *buf = arg;
