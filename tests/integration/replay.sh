@@ -28,6 +28,13 @@ need_udp_replay
 make_hosts
 
 echoes_at_a() { echo $(($(kcounter "$NS_A" IcmpInEchos) + $(kcounter "$NS_A" Icmp6InEchos))); }
+echoes_reach() { (($(echoes_at_a) >= $1)); }
+# counter_reaches IFNAME KEY N: weftd's counter KEY is at least N.
+counter_reaches() { (($(stats "$1" "$2") >= $3)); }
+# wait_counter IFNAME KEY N: waits (hang guard) for KEY to reach N; what it
+# reached is checked by the caller. A datagram read from the socket may
+# still be in a worker's batch: counters are waited for, not read once.
+wait_counter() { wait_for "$HANG_SECS" counter_reaches "$@" || true; }
 
 # replay_to_a FAMILY PCAP all|none [UDP_REPLAY_OPTION...]: resends B's type-4 datagrams to A, checks
 # that A's kernel delivered every one to a socket without checksum errors,
@@ -46,7 +53,12 @@ replay_to_a() {
 	SENT=$(ip netns exec "$NS_B" "$UDP_REPLAY" "${@:4}" -m 51820 -p 51821 "$pcap" "$out_a" 51820 51821) ||
 		fail "udp_replay failed"
 	((SENT == n)) || fail "udp_replay sent $SENT of $n"
-	sleep 0.5
+	# Waited for, not paused for: every datagram delivered to A's socket
+	# and read from it, and (when wanted) the echo requests out.
+	delivered_all() { (($(kcounter "$NS_A" ${u}InDatagrams) - in0 >= SENT)); }
+	wait_for "$HANG_SECS" delivered_all || true
+	wait_for "$HANG_SECS" udp_drained "$NS_A" 51820 || hang "A's socket still holds resent datagrams"
+	if ((want > 0)); then wait_for "$HANG_SECS" echoes_reach $((e0 + want)) || true; fi
 	capture_stop "$CAPTURE_PID"
 	in1=$(kcounter "$NS_A" ${u}InDatagrams)
 	cs1=$(kcounter "$NS_A" ${u}InCsumErrors)
@@ -76,6 +88,7 @@ round() {
 	replay_to_a "$fam" "$WORK/seen$fam.pcap" none
 	((SENT >= 15)) || fail "only $SENT transport-data datagrams B -> A were captured (expected >= 15)"
 	if has_stats "$IF_A"; then
+		wait_counter "$IF_A" drop_replay $((dr0 + SENT))
 		dr1=$(stats "$IF_A" drop_replay)
 		((dr1 - dr0 == SENT)) || fail "$IF_A: drop_replay grew by $((dr1 - dr0)), expected $SENT"
 		log "$IF_A: drop_replay +$((dr1 - dr0))"
@@ -95,6 +108,7 @@ round() {
 	has_stats "$IF_A" && dm0=$(stats "$IF_A" drop_malformed)
 	replay_to_a "$fam" "$WORK/unseen$fam.pcap" none -r
 	if has_stats "$IF_A"; then
+		wait_counter "$IF_A" drop_malformed $((dm0 + SENT))
 		dm1=$(stats "$IF_A" drop_malformed)
 		((dm1 - dm0 == SENT)) || fail "$IF_A: drop_malformed grew by $((dm1 - dm0)) for $SENT datagrams with reserved bytes set"
 		log "$IF_A: reserved bytes set: drop_malformed +$((dm1 - dm0))"
@@ -106,6 +120,7 @@ round() {
 	fi
 	replay_to_a "$fam" "$WORK/unseen$fam.pcap" none
 	if has_stats "$IF_A"; then
+		wait_counter "$IF_A" drop_replay $((dr0 + SENT))
 		dr1=$(stats "$IF_A" drop_replay)
 		((dr1 - dr0 == SENT)) || fail "$IF_A: drop_replay grew by $((dr1 - dr0)) on the second copy, expected $SENT"
 	fi
