@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """UDP datagrams through a tunnel, checked one by one.
 
-  udp_check.py recv ADDR PORT COUNT SECONDS   prints "received N intact M"
+  udp_check.py recv ADDR PORT COUNT SECONDS   prints "received N intact M damaged D sizes S"
   udp_check.py send ADDR PORT COUNT
 
 The sender sends COUNT datagrams in bursts of 64 of one size (so that a
@@ -9,7 +9,8 @@ receiving weftd can coalesce each burst into one UDP GSO write), sizes
 cycling through 60..1300 bytes. Each datagram is its sequence number (4
 bytes), its length (2 bytes) and bytes derived from both. The receiver
 stops after COUNT datagrams or SECONDS of silence and exits 1 if any
-datagram was damaged, truncated or seen twice.
+datagram was damaged, truncated or seen twice. S is how many of the burst
+sizes had at least one datagram arrive intact.
 """
 import hashlib
 import socket
@@ -53,7 +54,7 @@ def recv(addr, port, count, secs):
     # start late on a loaded machine); after it, secs of silence end the
     # stream.
     s.settimeout(max(secs, 60.0))
-    seen, bad = set(), 0
+    seen, bad, sizes = set(), 0, set()
     while len(seen) < count:
         if seen or bad:
             s.settimeout(secs)
@@ -70,7 +71,9 @@ def recv(addr, port, count, secs):
             bad += 1
             continue
         seen.add(seq)
-    print("received %d intact %d damaged %d" % (len(seen) + bad, len(seen), bad), flush=True)
+        sizes.add(size)
+    print("received %d intact %d damaged %d sizes %d" % (len(seen) + bad, len(seen), bad, len(sizes)),
+          flush=True)
     return 1 if bad else 0
 
 
