@@ -1,7 +1,10 @@
 /* libFuzzer target for the forwarding table (router/table.c): every entry
  * of router/table.h driven by a sequence of operations, each answer
  * compared with a naive model, a plain list of (family, prefix, cidr,
- * value) searched by linear scan. The table is WireGuard's allowed IPs, so
+ * value), indexed by a hash of the exact prefixes: longest-prefix match
+ * tries every cidr present from the longest down (a linear scan of the
+ * list, as the model first was, cost more than the table; an exact-prefix
+ * index shares nothing with the table's trie). The table is WireGuard's allowed IPs, so
  * its keys come from peers' configurations and VM addresses: adversarial.
  *
  * Input: operations, one after the other, each an op byte then its
@@ -43,10 +46,10 @@
  * clusters and the slot array's growth.
  *
  * Work is bounded: at most MAX_OPS operations, MAX_ROUTES routes, MAX_RUN
- * routes in runs and a budget of model scans per input (a chain of L
- * routes costs the model O(L) per insert, remove and lookup, so the
- * budget keeps an input to a few milliseconds under the sanitizers); the
- * table is new for every input. */
+ * routes in runs and a budget of model scans per input (counted as the
+ * linear scans of the first model, one per insert, remove and lookup, so
+ * that an input stops where it did; it keeps an input to a few
+ * milliseconds under the sanitizers); the table is new for every input. */
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdbool.h>
@@ -95,6 +98,14 @@ struct entry {
 
 static struct entry model[MAX_ROUTES];
 static size_t n_model;
+/* An index over the list, so that the model costs less than the table it
+ * checks: the entries chained by a hash of (family, cidr, prefix), and how
+ * many there are of each family and cidr. The list keeps its order (the
+ * batch and the sweep pick entries by position). */
+enum { HASH_BITS = 13 };
+static int32_t bucket[1 << HASH_BITS]; /* first entry of a chain, -1: none */
+static int32_t chain[MAX_ROUTES];      /* the next, -1: the last */
+static uint32_t n_at_cidr[2][129];
 static size_t work;
 static size_t run_total; /* routes in runs so far, this input */
 static char values[N_VALUES];
@@ -149,35 +160,93 @@ static void *value_of(uint8_t b)
 	return b ? &values[b - 1] : NULL;
 }
 
-/* Longest prefix match by scanning the whole list. */
-static void *model_lookup(int fam, u128 a)
+static uint32_t slot_of(int fam, unsigned int cidr, u128 key)
 {
-	const struct entry *best = NULL;
+	uint64_t h = (uint64_t)key ^ (uint64_t)(key >> 64) * 0x9e3779b97f4a7c15ull;
 
-	work += n_model;
-	for (size_t i = 0; i < n_model; i++) {
-		const struct entry *e = &model[i];
-
-		if (e->fam != fam || ((a ^ e->key) & e->mask))
-			continue;
-		if (!best || e->cidr > best->cidr)
-			best = e;
-	}
-	return best ? best->value : NULL;
+	h ^= (uint64_t)cidr << 1 | (uint64_t)fam;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 29;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	return (uint32_t)(h >> (64 - HASH_BITS));
 }
 
-static struct entry *model_find(int fam, u128 key, unsigned int cidr)
+static void link_entry(size_t i)
 {
-	work += n_model;
-	for (size_t i = 0; i < n_model; i++)
+	uint32_t s = slot_of(model[i].fam, model[i].cidr, model[i].key);
+
+	chain[i] = bucket[s];
+	bucket[s] = (int32_t)i;
+}
+
+static void unlink_entry(size_t i)
+{
+	int32_t *p = &bucket[slot_of(model[i].fam, model[i].cidr, model[i].key)];
+
+	while (*p != (int32_t)i) {
+		CHECK(*p >= 0);
+		p = &chain[*p];
+	}
+	*p = chain[i];
+}
+
+static void model_reset(void)
+{
+	n_model = 0;
+	memset(bucket, 0xff, sizeof(bucket));
+	memset(n_at_cidr, 0, sizeof(n_at_cidr));
+}
+
+static void model_add(struct entry e)
+{
+	model[n_model] = e;
+	link_entry(n_model++);
+	n_at_cidr[e.fam][e.cidr]++;
+}
+
+static struct entry *find(int fam, u128 key, unsigned int cidr)
+{
+	for (int32_t i = bucket[slot_of(fam, cidr, key)]; i >= 0; i = chain[i])
 		if (model[i].fam == fam && model[i].cidr == cidr && model[i].key == key)
 			return &model[i];
 	return NULL;
 }
 
+/* The work budget counts what a scan of the whole list would cost (as the
+ * model did before it had an index), so inputs stop where they did. */
+static struct entry *model_find(int fam, u128 key, unsigned int cidr)
+{
+	work += n_model;
+	return find(fam, key, cidr);
+}
+
+/* Longest prefix match, by its definition: the longest cidr at which the
+ * address, masked, is a prefix of the list. */
+static void *model_lookup(int fam, u128 a)
+{
+	work += n_model;
+	for (int cidr = (int)bits_of[fam]; cidr >= 0; cidr--) {
+		const struct entry *e;
+
+		if (n_at_cidr[fam][cidr] && (e = find(fam, a & prefix_mask(fam, cidr), cidr)))
+			return e->value;
+	}
+	return NULL;
+}
+
+/* Takes e out; the last entry moves into its place. */
 static void model_drop(struct entry *e)
 {
-	*e = model[--n_model];
+	size_t i = (size_t)(e - model), last = n_model - 1;
+
+	unlink_entry(i);
+	n_at_cidr[e->fam][e->cidr]--;
+	if (i != last) {
+		unlink_entry(last);
+		model[i] = model[last];
+		link_entry(i);
+	}
+	n_model--;
 }
 
 static void check_lookup(struct rt_table *t, int fam, u128 a)
@@ -213,8 +282,8 @@ static void op_insert(struct rt_table *t, int fam, bool bad_fam, unsigned int ci
 		return;
 	}
 	CHECK(ret == 0);
-	model[n_model++] = (struct entry){ fam, (uint8_t)cidr, a & prefix_mask(fam, cidr),
-					   prefix_mask(fam, cidr), value };
+	model_add((struct entry){ fam, (uint8_t)cidr, a & prefix_mask(fam, cidr),
+				  prefix_mask(fam, cidr), value });
 }
 
 static void op_remove(struct rt_table *t, int fam, bool bad_fam, unsigned int cidr, u128 a,
@@ -322,11 +391,11 @@ static int entry_order(const void *pa, const void *pb)
 /* "IPv4 before IPv6, in ascending address order", then shorter first. */
 static void op_walk(struct rt_table *t, void *value)
 {
-	struct entry *want = malloc((n_model + 1) * sizeof(*want));
-	struct walked w = { malloc((n_model + 1) * sizeof(*w.got)), 0, n_model };
+	/* Static: a quarter megabyte malloc'ed per walk cost page faults. */
+	static struct entry want[MAX_ROUTES], got[MAX_ROUTES];
+	struct walked w = { got, 0, n_model };
 	size_t n = 0;
 
-	CHECK(want && w.got);
 	for (size_t i = 0; value && i < n_model; i++)
 		if (model[i].value == value)
 			want[n++] = (struct entry){ model[i].fam, model[i].cidr, model[i].key, 0, NULL };
@@ -337,8 +406,6 @@ static void op_walk(struct rt_table *t, void *value)
 	for (size_t i = 0; i < n; i++)
 		CHECK(w.got[i].fam == want[i].fam && w.got[i].key == want[i].key &&
 		      w.got[i].cidr == want[i].cidr);
-	free(want);
-	free(w.got);
 }
 
 /* How many lookups one sample or sweep may check: up to max, fewer on a
@@ -428,8 +495,8 @@ static void op_hosts(struct rt_table *t, int fam, struct input *in, u128 base)
 				model[at[i]].value = value;
 			} else {
 				at[i] = (int32_t)n_model;
-				model[n_model++] = (struct entry){ fam, (uint8_t)cidr, a,
-								   prefix_mask(fam, cidr), value };
+				model_add((struct entry){ fam, (uint8_t)cidr, a,
+							  prefix_mask(fam, cidr), value });
 			}
 		} else {
 			void *v = (mode & 2) ? NULL : value;
@@ -487,7 +554,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	u128 base[2] = { 0x0a000000u, (u128)0xfd00000000000000ull << 64 };
 
 	CHECK(t);
-	n_model = 0;
+	model_reset();
 	work = 0;
 	run_total = 0;
 	for (int ops = 0; in.left && ops < MAX_OPS && work < WORK_BUDGET; ops++) {
