@@ -4,8 +4,9 @@
  * value), indexed by a hash of the exact prefixes: longest-prefix match
  * tries every cidr present from the longest down (a linear scan of the
  * list, as the model first was, cost more than the table; an exact-prefix
- * index shares nothing with the table's trie). The table is WireGuard's allowed IPs, so
- * its keys come from peers' configurations and VM addresses: adversarial.
+ * index shares nothing with the table's trie). The table is WireGuard's
+ * allowed IPs, so its keys come from peers' configurations and VM
+ * addresses: adversarial.
  *
  * Input: operations, one after the other, each an op byte then its
  * arguments. The op byte: bits 0-3 the operation (modulo 10), bit 4 IPv6
