@@ -11,8 +11,9 @@
  * a local interface); one socket bound to the wildcard address picks the
  * source of each datagram with IP_PKTINFO and learns from IP_PKTINFO which
  * source a cookie reply came back to. With -c the flooder behaves like an
- * attacker who owns its addresses: it decrypts the cookie replies and sends
- * later initiations from that source with a valid mac2, which only the
+ * attacker who owns its addresses: a source without a cookie waits (up to a
+ * second) for the reply to its last initiation, decrypts it, and sends its
+ * later initiations with a valid mac2, which only the
  * responder's per-source rate limit can hold back.
  *
  * Prints key=value totals on stdout when the time is up or on SIGTERM.
@@ -43,6 +44,9 @@ enum {
 	RECV_BATCH = 256,
 	/* Pacing gives up on catching up after falling this far behind. */
 	MAX_LAG_NS = 100 * 1000 * 1000,
+	/* -c: how long a source waits for its cookie reply before it sends
+	 * a fresh initiation anyway (the reply may have been dropped). */
+	COOKIE_WAIT_NS = 1000 * 1000 * 1000,
 };
 
 struct flood_totals {
@@ -138,6 +142,7 @@ int main(int argc, char **argv)
 	static struct iovec iovs[MAX_BATCH];
 	uint8_t pub[WG_KEY_LEN];
 	struct wg_cookie_maker *makers;
+	uint64_t *sent_at; /* per source: when its last initiation went */
 	struct flood_totals t = { 0 };
 	struct sockaddr_in dst = { .sin_family = AF_INET }, bind_addr = { .sin_family = AF_INET };
 	struct in_addr first_addr;
@@ -193,7 +198,8 @@ int main(int argc, char **argv)
 	first = ntohl(first_addr.s_addr);
 
 	makers = calloc(nsrc, sizeof(*makers));
-	if (!makers)
+	sent_at = calloc(nsrc, sizeof(*sent_at));
+	if (!makers || !sent_at)
 		return 1;
 	for (uint32_t i = 0; i < nsrc; i++)
 		wg_cookie_maker_init(&makers[i], pub);
@@ -224,14 +230,26 @@ int main(int argc, char **argv)
 	interval = (uint64_t)(batch * 1e9 / rate);
 	while (!stop && mono_ns() < deadline) {
 		uint64_t now = wg_clock_now();
-		unsigned int done = 0;
+		unsigned int done = 0, n = 0;
 
 		randombytes_buf(msgbuf, batch * sizeof(msgbuf[0]));
-		for (unsigned int i = 0; i < batch; i++) {
+		for (uint32_t tries = 0; n < batch && tries < nsrc; tries++) {
+			unsigned int i = n;
 			struct wg_msg_initiation *m = (struct wg_msg_initiation *)msgbuf[i];
 			uint32_t slot = cursor++ % nsrc;
 			struct cmsghdr *c = CMSG_FIRSTHDR(&msgs[i].msg_hdr);
 			struct in_pktinfo pi = { .ipi_spec_dst.s_addr = htonl(first + slot) };
+
+			/* With -c, a source waiting for the cookie reply to its last
+			 * initiation sends no other (a reply is sealed to the mac1
+			 * of the one it answers), up to COOKIE_WAIT_NS: so the
+			 * cookies are usable however late the replies come, as for
+			 * an attacker who waits for them. */
+			if (answer_cookies && !makers[slot].cookie_birthdate &&
+			    makers[slot].have_sent_mac1 && now - sent_at[slot] < COOKIE_WAIT_NS)
+				continue;
+			sent_at[slot] = now;
+			n++;
 
 			m->header.type = WG_MSG_HANDSHAKE_INITIATION;
 			memset(m->header.reserved, 0, sizeof(m->header.reserved));
@@ -243,8 +261,8 @@ int main(int argc, char **argv)
 			c->cmsg_len = CMSG_LEN(sizeof(pi));
 			memcpy(CMSG_DATA(c), &pi, sizeof(pi));
 		}
-		while (done < batch && !stop) {
-			int r = sendmmsg(fd, msgs + done, batch - done, 0);
+		while (done < n && !stop) {
+			int r = sendmmsg(fd, msgs + done, n - done, 0);
 
 			if (r < 0) {
 				if (errno == EINTR)
@@ -273,6 +291,7 @@ int main(int argc, char **argv)
 	       (double)(mono_ns() - start) / 1e9);
 	sodium_memzero(makers, nsrc * sizeof(*makers));
 	free(makers);
+	free(sent_at);
 	close(fd);
 	return t.sent ? 0 : 1;
 }
