@@ -10,9 +10,8 @@
  *
  * worker_port.c needs a whole worker (io_uring, pools, sockets), so the
  * steps are composed here from the same public functions, in the same
- * order, with the same arguments and buffer offsets. Its static
- * parse_offload (the header's offsets moved from the frame to the IP
- * packet) is repeated here word for word: keep the two in step.
+ * order, with the same arguments and buffer offsets; the frame's
+ * virtio-net header is parsed by the same tun_offload_parse_frame.
  *
  * Guest memory is two 64 KiB regions mapped apart between PROT_NONE guard
  * areas; the packet buffer after the frame (and before the place the frame
@@ -363,20 +362,6 @@ out:
 	return n;
 }
 
-/* worker_port.c's parse_offload (static there), unchanged. */
-static int parse_offload(uint8_t *frame, uint32_t len, struct tun_vnet_hdr *vnet,
-			 struct tun_offload_info *info)
-{
-	memcpy(vnet, frame - PORT_VNET_LEN, sizeof(*vnet));
-	if (vnet->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) {
-		if (vnet->csum_start < FRAME_ETH_HLEN)
-			return -EINVAL;
-		vnet->csum_start = (uint16_t)(vnet->csum_start - FRAME_ETH_HLEN);
-	}
-	vnet->hdr_len = vnet->hdr_len > FRAME_ETH_HLEN ? (uint16_t)(vnet->hdr_len - FRAME_ETH_HLEN) : 0;
-	return tun_offload_parse_hdr(vnet, frame + FRAME_ETH_HLEN, len - FRAME_ETH_HLEN, info);
-}
-
 /* route_offloaded: another VM, or the host's TUN when it takes virtio-net
  * headers, get the super-packet whole; a peer, the mesh and a host TUN
  * without them get it split. */
@@ -418,7 +403,8 @@ static void received(uint32_t res, bool tun_vnet)
 	if (trace)
 		fprintf(stderr, "  frame %u bytes%s: classify %d\n", len, offloaded ? " offloaded" : "", v);
 	if (v != FRAME_DROP && offloaded) {
-		if (parse_offload(frame, len, &vnet, &info)) {
+		if (tun_offload_parse_frame(frame - PORT_VNET_LEN, frame, len, FRAME_ETH_HLEN, &vnet,
+					    &info)) {
 			v = FRAME_DROP;
 			why = PORT_DROP_malformed;
 		} else if (info.kind == TUN_OFFLOAD_CSUM) {

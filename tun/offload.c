@@ -290,6 +290,26 @@ void tun_offload_vnet_hdr(const struct tun_offload_info *info, struct tun_vnet_h
 	h->csum_offset = htole16(info->csum_offset);
 }
 
+int tun_offload_parse_frame(const void *hdr_in, const uint8_t *frame, size_t len, size_t l2_len,
+			    struct tun_vnet_hdr *vnet, struct tun_offload_info *info)
+{
+	int err;
+
+	if (len < l2_len)
+		return -EINVAL;
+	memcpy(vnet, hdr_in, sizeof(*vnet));
+	if (vnet->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) {
+		if (vnet->csum_start < l2_len)
+			return -EINVAL;
+		vnet->csum_start = (uint16_t)(vnet->csum_start - l2_len);
+	}
+	vnet->hdr_len = vnet->hdr_len > l2_len ? (uint16_t)(vnet->hdr_len - l2_len) : 0;
+	err = tun_offload_parse_hdr(vnet, frame + l2_len, len - l2_len, info);
+	if (!err)
+		tun_offload_vnet_hdr(info, vnet);
+	return err;
+}
+
 int tun_offload_parse(const uint8_t *frame, size_t len, struct tun_offload_info *info)
 {
 	if (len < TUN_VNET_HDR_LEN)

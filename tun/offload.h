@@ -95,6 +95,13 @@ int tun_offload_parse_hdr(const void *vnet, const uint8_t *pkt, size_t len,
  * its fields are the sender's word, not facts about the packet. */
 void tun_offload_vnet_hdr(const struct tun_offload_info *info, struct tun_vnet_hdr *h);
 
+/* The same for a VM's frame: the virtio-net header hdr_in, whose offsets
+ * count from the start of the frame, then l2_len bytes of link header, then
+ * the IP packet, len bytes in all. On success *vnet is the header rebuilt by
+ * tun_offload_vnet_hdr (offsets from the IP header) and info is filled. */
+int tun_offload_parse_frame(const void *hdr_in, const uint8_t *frame, size_t len, size_t l2_len,
+			    struct tun_vnet_hdr *vnet, struct tun_offload_info *info);
+
 /* The same for what one TUN read returns: the header, then the packet. This
  * is also the fuzzing entry point. */
 int tun_offload_parse(const uint8_t *frame, size_t len, struct tun_offload_info *info);

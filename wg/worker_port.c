@@ -342,28 +342,6 @@ static void route_offloaded(struct wg_worker *w, struct wport *in, struct wg_pkt
 	pkt_put(w, p);
 }
 
-/* Parses an offloaded frame's virtio-net header, with its offsets moved
- * from the frame's start to the IP header's, and replaces it with one built
- * from what was parsed: the guest's hdr_len, DATA_VALID or any other field
- * of its own never reaches the VM or host that gets the packet. 0 or -errno. */
-static int parse_offload(uint8_t *frame, uint32_t len, struct tun_vnet_hdr *vnet,
-			 struct tun_offload_info *info)
-{
-	int err;
-
-	memcpy(vnet, frame - PORT_VNET_LEN, sizeof(*vnet));
-	if (vnet->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) {
-		if (vnet->csum_start < FRAME_ETH_HLEN)
-			return -EINVAL;
-		vnet->csum_start = (uint16_t)(vnet->csum_start - FRAME_ETH_HLEN);
-	}
-	vnet->hdr_len = vnet->hdr_len > FRAME_ETH_HLEN ? (uint16_t)(vnet->hdr_len - FRAME_ETH_HLEN) : 0;
-	err = tun_offload_parse_hdr(vnet, frame + FRAME_ETH_HLEN, len - FRAME_ETH_HLEN, info);
-	if (!err)
-		tun_offload_vnet_hdr(info, vnet);
-	return err;
-}
-
 /* A frame read from a VM's queue, behind its virtio-net header, with its IP
  * packet (if any) at the payload of p. Consumes p. */
 void wport_received(struct wg_worker *w, struct wport *wp, struct wg_pkt *p, uint32_t res)
@@ -385,7 +363,11 @@ void wport_received(struct wg_worker *w, struct wport *wp, struct wg_pkt *p, uin
 	if (res > PORT_L2_LEN)
 		v = frame_classify(&wp->port->cfg, frame, len, &why);
 	if (v != FRAME_DROP && offloaded) {
-		if (parse_offload(frame, len, &vnet, &info)) {
+		/* The guest's header is replaced by one rebuilt from what was
+		 * parsed: its hdr_len, DATA_VALID or any other field of its own
+		 * never reaches the VM or host that gets the packet. */
+		if (tun_offload_parse_frame(frame - PORT_VNET_LEN, frame, len, FRAME_ETH_HLEN, &vnet,
+					    &info)) {
 			v = FRAME_DROP;
 			why = PORT_DROP_malformed;
 		} else if (info.kind == TUN_OFFLOAD_CSUM) {
