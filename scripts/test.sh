@@ -35,8 +35,8 @@ done
 # Every fuzz target replays its checked-in corpus, then fuzzes briefly.
 echo
 echo "=== fuzz: corpus regression and a short smoke run ==="
-if fuzz/run.sh build && fuzz/run.sh regress && fuzz/run.sh smoke "${WEFT_FUZZ_SECONDS:-20}"; then
-	summaries+=("fuzz: corpus regression and ${WEFT_FUZZ_SECONDS:-20} s smoke per target passed")
+if fuzz/run.sh build && fuzz/run.sh regress && fuzz/run.sh smoke "${WEFT_FUZZ_SECONDS:-10}"; then
+	summaries+=("fuzz: corpus regression and ${WEFT_FUZZ_SECONDS:-10} s smoke per target passed")
 else
 	summaries+=("fuzz: FAILED")
 	status=1
