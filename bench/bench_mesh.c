@@ -3,7 +3,7 @@
  *
  *   memory per route   the table (router/table.h) plus weft's per-address
  *                      record (struct mesh_loc, calloc'd one by one, and the
- *                      8-byte hash bucket wg/mesh.c keeps per record), from
+ *                      8-byte hash bucket mesh/mesh.c keeps per record), from
  *                      the process's RSS before and after (PSS on stderr)
  *   lookups per second rt_lookup and rt_lookup_batch on one core, over
  *                      addresses that hit a VM route and over a mix with
@@ -15,7 +15,7 @@
  * Prints a Markdown table, then one JSON object per line. */
 #include "router/rendezvous.h"
 #include "router/table.h"
-#include "wg/mesh.h"
+#include "mesh/mesh.h"
 #include "wg/peer.h"
 
 #include <endian.h>
@@ -33,7 +33,7 @@ enum {
 	REPEAT = 3,        /* lookup runs; the best counts */
 	BURST = 32,        /* addresses per rt_lookup_batch, as a worker's burst */
 	HOME_THREADS = 2,  /* the rendezvous part is not per core: use both */
-	BUCKETS_MIN = 256, /* wg/mesh.c's record hash starts here and doubles */
+	BUCKETS_MIN = 256, /* mesh/mesh.c's record hash starts here and doubles */
 };
 
 static size_t n_routes = 1000000, n_hosts = 1000, n_lookups = 1u << 21, n_home_addrs;
@@ -181,7 +181,7 @@ static size_t loc_hash(const uint8_t *a, unsigned int len, size_t n_buckets)
 	return (size_t)(h ^ h >> 29) & (n_buckets - 1);
 }
 
-/* The records, as wg/mesh.c keeps them: one calloc per address, chained
+/* The records, as mesh/mesh.c keeps them: one calloc per address, chained
  * in a bucket array that doubles when it has as many records as buckets. */
 static void build_records(struct vm_set *s)
 {

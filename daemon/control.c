@@ -19,7 +19,7 @@
 #include "tun/port_text.h"
 #include "wg/device.h"
 #include "wg/log.h"
-#include "wg/mesh.h"
+#include "mesh/mesh.h"
 
 static bool share_addr(const struct port_config *a, const struct port_config *b)
 {

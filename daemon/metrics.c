@@ -19,8 +19,8 @@
 #include "tun/port_text.h"
 #include "wg/clock.h"
 #include "wg/device.h"
-#include "wg/mesh.h"
-#include "wg/worker.h"
+#include "mesh/mesh.h"
+#include "datapath/worker.h"
 
 #ifndef WEFT_VERSION
 #define WEFT_VERSION "unknown"
@@ -405,7 +405,7 @@ out:
 	return 0;
 }
 
-/* ---- the mesh (wg/mesh.h) -------------------------------------------------- */
+/* ---- the mesh (mesh/mesh.h) -------------------------------------------------- */
 
 static void render_mesh(FILE *f, struct wg_device *dev)
 {
@@ -440,7 +440,7 @@ static void render_mesh(FILE *f, struct wg_device *dev)
 		uint64_t v;
 
 		memcpy(&v, (const char *)&st + counters[i].offset, sizeof(v));
-		snprintf(help, sizeof(help), "The mesh counter %s (wg/mesh.h, docs/mesh.md)%s",
+		snprintf(help, sizeof(help), "The mesh counter %s (mesh/mesh.h, docs/mesh.md)%s",
 			 counters[i].name,
 			 strstr(counters[i].name, "_ns") ? ", in seconds" : "");
 		lone_counter(f, "weft_mesh_", counters[i].name, help, dev->ifname, v);

@@ -1,6 +1,6 @@
 /* libFuzzer target for the first look a worker takes at every frame a VM
  * sends: frame_classify, then frame_ip_check (the anti-spoofing check, the
- * TTL decrement), the same calls wg/worker.c makes. Checked beyond "no
+ * TTL decrement), the same calls datapath/worker.c makes. Checked beyond "no
  * crash": a routed packet's source is registered (by a naive re-check),
  * lies inside the frame, its TTL dropped by exactly one and its IPv4 header
  * checksum is still right; a drop touches nothing.

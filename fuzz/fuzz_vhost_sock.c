@@ -1,5 +1,5 @@
 /* libFuzzer target for the vhost-user receive path with descriptors
- * attached: what wg/vhost_port.c's serve_message does for every message,
+ * attached: what port/vhost.c's serve_message does for every message,
  * vhu_read_msg on a non-blocking unix stream socket, vhu_dispatch,
  * vhu_send_reply, over a real socketpair whose other end the input drives
  * as a hostile VMM would: messages cut into chunks (a header split across

@@ -17,7 +17,7 @@
  * rules of enum mesh_type. So a message has exactly one encoding.
  *
  * Pure functions: no I/O, no allocation. mesh_msg_parse is the entry point
- * of fuzz/fuzz_mesh_msg.c and of the data path (wg/mesh.c). */
+ * of fuzz/fuzz_mesh_msg.c and of the data path (mesh/mesh.c). */
 #ifndef WEFT_NDP_MESH_MSG_H
 #define WEFT_NDP_MESH_MSG_H
 

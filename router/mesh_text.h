@@ -5,7 +5,7 @@
  *
  * Every parser takes untrusted text with its length (no NUL needed), never
  * reads past it, and checks every value before it hands anything back.
- * Reasons (*why) are static strings. This module uses wg/mesh.h for its
+ * Reasons (*why) are static strings. This module uses mesh/mesh.h for its
  * structs only; it links against nothing of weft. */
 #ifndef WEFT_ROUTER_MESH_TEXT_H
 #define WEFT_ROUTER_MESH_TEXT_H
@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "tun/port.h"
-#include "wg/mesh.h"
+#include "mesh/mesh.h"
 
 enum {
 	MESH_TEXT_MAX_FILE = 1024 * 1024,  /* bytes in a VM or mesh file */

@@ -13,11 +13,11 @@
 #include "wg/clock.h"
 #include "wg/handshake.h"
 #include "wg/log.h"
-#include "wg/mesh.h"
+#include "mesh/mesh.h"
 #include "wg/peer.h"
-#include "wg/ports.h"
+#include "port/ports.h"
 #include "wg/send.h"
-#include "wg/worker.h"
+#include "datapath/worker.h"
 
 static uint8_t peer_hash_key[crypto_shorthash_KEYBYTES];
 

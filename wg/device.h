@@ -2,7 +2,7 @@
  * IPs, sockets and threads.
  *
  * Threads and what they may touch:
- *  - workers (wg/worker.c) move packets between the TUN and UDP sockets;
+ *  - workers (datapath/worker.c) move packets between the TUN and UDP sockets;
  *  - the handshake thread (wg/handshake.c) does all X25519 work, cookies and
  *    rate limiting, fed through a bounded queue;
  *  - the timer thread (in device.c) fires per-peer timers;
@@ -72,8 +72,8 @@ struct wg_device {
 	uint32_t fwmark;
 	struct wg_socket_set sockets;        /* a pair per worker; fds read lock-free */
 
-	struct wg_mesh *mesh;                /* wg/mesh.h */
-	struct wg_attached *attached;        /* wg/attached.h; NULL: none yet */
+	struct wg_mesh *mesh;                /* mesh/mesh.h */
+	struct wg_attached *attached;        /* port/attached.h; NULL: none yet */
 
 	struct wg_index_table index;
 	struct wg_cookie_checker cookie_checker;

@@ -17,7 +17,7 @@
 #include "wg/device.h"
 #include "wg/handshake.h"
 #include "wg/log.h"
-#include "wg/mesh.h"
+#include "mesh/mesh.h"
 #include "wg/peer.h"
 
 /* Checks an inner IPv4/IPv6 header against the plaintext length, trims the

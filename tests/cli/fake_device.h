@@ -1,6 +1,6 @@
 /* A fake device for the control tests: the wg_device_port_* and wg_mesh_*
  * calls daemon/control.c makes, over plain arrays, with the errors the real
- * device and mesh give (docs/cli.md, wg/mesh.h). Linked before weft_wg, so
+ * device and mesh give (docs/cli.md, mesh/mesh.h). Linked before weft_wg, so
  * the real device and mesh are never pulled in. Every call takes one lock;
  * the tests read the state between requests. */
 #ifndef WEFT_TESTS_CLI_FAKE_DEVICE_H
@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "tun/port.h"
-#include "wg/mesh.h"
+#include "mesh/mesh.h"
 #include "wg/uapi.h"
 
 enum { FAKE_CAPACITY = 4 };

@@ -1,6 +1,6 @@
-/* The same-host bypass program (router/bypass.bpf.c) run by the kernel on
+/* The same-host bypass program (port/bypass.bpf.c) run by the kernel on
  * crafted frames (BPF_PROG_TEST_RUN), with its maps filled through
- * wg/bypass.c: what it redirects and how it rewrites the frame (MACs, TTL,
+ * port/bypass.c: what it redirects and how it rewrites the frame (MACs, TTL,
  * IPv4 checksum against a plain recomputation), what it passes, what it
  * drops as spoofed, and that a removed address is passed at once. Needs
  * root (CAP_BPF, a network namespace of its own): 77 without. */
@@ -15,7 +15,7 @@
 #include <bpf/bpf.h>
 #include <linux/pkt_cls.h>
 
-#include "wg/bypass.h"
+#include "port/bypass.h"
 
 static int failures;
 

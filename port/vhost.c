@@ -1,7 +1,7 @@
 /* One thread per vhost-user port: accept (or connect), read a message,
  * apply it with the workers held off, reply, and on disconnect reset the
  * device state so that the VMM can come back. */
-#include "wg/vhost_port.h"
+#include "port/vhost.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 
 #include "wg/device.h"
 #include "wg/log.h"
-#include "wg/ports.h"
+#include "port/ports.h"
 
 struct vhost_ctx {
 	struct wg_device *dev;

@@ -4,8 +4,8 @@
  * message under the device's write lock, so workers never see a ring half
  * set up, and then bumps the device's port generation so that workers
  * re-read which rings they serve. */
-#ifndef WEFT_WG_VHOST_PORT_H
-#define WEFT_WG_VHOST_PORT_H
+#ifndef WEFT_PORT_VHOST_H
+#define WEFT_PORT_VHOST_H
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -1,4 +1,4 @@
-/* The same-host bypass for attached ports (router/bypass.bpf.c): loading
+/* The same-host bypass for attached ports (port/bypass.bpf.c): loading
  * the tc program, attaching it to each attached port's netdev, and keeping
  * its maps in step with the ports' registered addresses.
  *
@@ -7,8 +7,8 @@
  * read lock (a syscall per call, no shared state). Without BPF (WEFT_BPF=0,
  * no privilege, a load failure) wg_bypass_open returns NULL once logged,
  * and every other call takes NULL and does nothing. */
-#ifndef WEFT_WG_BYPASS_H
-#define WEFT_WG_BYPASS_H
+#ifndef WEFT_PORT_BYPASS_H
+#define WEFT_PORT_BYPASS_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -22,7 +22,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
-#include "router/bypass.h"
+#include "port/bypass_maps.h"
 
 /* ICMPv6 133-137: RS, RA, NS, NA, redirect. */
 enum { ICMPV6 = 58, NDP_FIRST = 133, NDP_LAST = 137 };

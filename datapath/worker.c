@@ -12,7 +12,7 @@
  * Staged packets are copied out so a slow handshake cannot starve reads.
  *
  * The VM ports' data path (tap queues, guest rings) is in worker_port.c. */
-#include "wg/worker.h"
+#include "datapath/worker.h"
 
 #include <errno.h>
 #include <liburing.h>
@@ -30,13 +30,13 @@
 #include "tun/tun.h"
 #include "wg/device.h"
 #include "wg/log.h"
-#include "wg/mesh.h"
+#include "mesh/mesh.h"
 #include "wg/peer.h"
-#include "wg/pktpool.h"
-#include "wg/ports.h"
+#include "datapath/pktpool.h"
+#include "port/ports.h"
 #include "wg/receive.h"
 #include "wg/send.h"
-#include "wg/worker_internal.h"
+#include "datapath/internal.h"
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103

@@ -1,5 +1,5 @@
 /* The mesh: discovery of which host holds a VM address, registration and
- * moves (wg/mesh.h, docs/mesh.md).
+ * moves (mesh/mesh.h, docs/mesh.md).
  *
  * One record (struct mesh_loc) per mesh address this host has heard of,
  * in a hash table of the mesh's. A record that says where its address is
@@ -11,8 +11,8 @@
  * (always in that order), and sends its messages after dropping both.
  * Packets it releases go back to worker 0, which routes them as if they
  * had just arrived. */
-#include "wg/mesh.h"
-#include "wg/mesh_internal.h"
+#include "mesh/mesh.h"
+#include "mesh/internal.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -30,9 +30,9 @@
 #include "wg/device.h"
 #include "wg/log.h"
 #include "wg/peer.h"
-#include "wg/ports.h"
+#include "port/ports.h"
 #include "wg/send.h"
-#include "wg/worker.h"
+#include "datapath/worker.h"
 
 
 static void rate_init(struct rate *r, unsigned int per_sec, unsigned int burst)

@@ -1,7 +1,7 @@
-/* Attached ports (wg/attached.h): the netdev's MAC and kind, its NDP/ARP
+/* Attached ports (port/attached.h): the netdev's MAC and kind, its NDP/ARP
  * packet socket and the one thread that serves them all, its host routes,
  * and the bypass program on it. */
-#include "wg/attached.h"
+#include "port/attached.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,11 +25,11 @@
 #include "ndp/ndp.h"
 #include "tun/netlink.h"
 #include "tun/route.h"
-#include "wg/bypass.h"
+#include "port/bypass.h"
 #include "wg/clock.h"
 #include "wg/device.h"
 #include "wg/log.h"
-#include "wg/ports.h"
+#include "port/ports.h"
 
 #ifndef PACKET_IGNORE_OUTGOING
 #define PACKET_IGNORE_OUTGOING 23

@@ -1,5 +1,5 @@
 /* Packet buffer pools. */
-#include "wg/pktpool.h"
+#include "datapath/pktpool.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -5,12 +5,12 @@
  * its TUN; the VM's off-host packets reach the TUN by the host's routes.
  * weftd answers the VM's NDP and ARP itself, from one thread that reads a
  * filtered packet socket per port, and, where BPF is available, lets the
- * tc bypass (wg/bypass.h) carry frames between local VMs.
+ * tc bypass (port/bypass.h) carry frames between local VMs.
  *
  * The device's write lock serializes every call here but wg_attached_open
  * (before the port is published) and wg_attached_stop (no lock held). */
-#ifndef WEFT_WG_ATTACHED_H
-#define WEFT_WG_ATTACHED_H
+#ifndef WEFT_PORT_ATTACHED_H
+#define WEFT_PORT_ATTACHED_H
 
 #include <stdint.h>
 

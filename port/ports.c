@@ -2,7 +2,7 @@
  * queues before it takes the device lock and publishes the port in one
  * step under it; workers notice the changed generation at their next batch
  * and start (or stop) serving the port's queues. */
-#include "wg/ports.h"
+#include "port/ports.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -13,11 +13,11 @@
 #include "tun/netlink.h"
 #include "tun/offload.h"
 #include "tun/tun.h"
-#include "wg/attached.h"
+#include "port/attached.h"
 #include "wg/device.h"
 #include "wg/log.h"
-#include "wg/mesh.h"
-#include "wg/vhost_port.h"
+#include "mesh/mesh.h"
+#include "port/vhost.h"
 
 enum { PORT_RELEASE_WAIT_MS = 5000 };
 

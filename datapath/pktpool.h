@@ -2,8 +2,8 @@
  * mapping, handed out from a stack. Slots are carved on first use and
  * returned to the kernel (MADV_DONTNEED) when the worker idles, so memory
  * follows the traffic: only touched pages count. One thread owns a pool. */
-#ifndef WEFT_WG_PKTPOOL_H
-#define WEFT_WG_PKTPOOL_H
+#ifndef WEFT_DATAPATH_PKTPOOL_H
+#define WEFT_DATAPATH_PKTPOOL_H
 
 #include <stddef.h>
 #include <stdint.h>

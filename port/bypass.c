@@ -1,6 +1,6 @@
-/* Loading and feeding the same-host bypass (router/bypass.bpf.c, embedded
+/* Loading and feeding the same-host bypass (port/bypass.bpf.c, embedded
  * in this file by its bpftool skeleton: no object file to install). */
-#include "wg/bypass.h"
+#include "port/bypass.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -12,7 +12,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "router/bypass.h"
+#include "port/bypass_maps.h"
 #include "wg/log.h"
 
 #include "bypass.skel.h"

@@ -13,8 +13,8 @@
  * The mesh thread owns every change: it takes the device write lock to
  * change the table. Workers only read the table and hand misses, held
  * packets and received messages to the thread (wg_mesh_* below). */
-#ifndef WEFT_WG_MESH_H
-#define WEFT_WG_MESH_H
+#ifndef WEFT_MESH_MESH_H
+#define WEFT_MESH_MESH_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -84,7 +84,7 @@ struct mesh_loc {
 	struct mesh_loc *timed_next; /* on the list of pending and negative records */
 	struct wg_pkt_queue out;    /* packets to it, waiting for an answer */
 	struct wg_pkt_queue in;     /* packets from it, waiting for a source check */
-	uint8_t state;              /* enum in wg/mesh.c */
+	uint8_t state;              /* enum in mesh/mesh.c */
 	uint8_t tries;
 	bool in_table;
 	bool timed;

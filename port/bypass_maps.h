@@ -1,8 +1,8 @@
-/* What the same-host bypass program (router/bypass.bpf.c) and weftd
- * (wg/bypass.c) share: the layout of its maps. Included by both the BPF
+/* What the same-host bypass program (port/bypass.bpf.c) and weftd
+ * (port/bypass.c) share: the layout of its maps. Included by both the BPF
  * object (clang -target bpf) and the daemon, so kernel types only. */
-#ifndef WEFT_ROUTER_BYPASS_H
-#define WEFT_ROUTER_BYPASS_H
+#ifndef WEFT_PORT_BYPASS_MAPS_H
+#define WEFT_PORT_BYPASS_MAPS_H
 
 #include <linux/types.h>
 

@@ -1,8 +1,8 @@
-/* The mesh's entry points on the data path (wg/mesh.h): the workers hand
+/* The mesh's entry points on the data path (mesh/mesh.h): the workers hand
  * misses, sources to check, packets for addresses that moved away and
  * received messages to the mesh thread, holding the device lock shared and
  * taking only the mesh lock. */
-#include "wg/mesh.h"
+#include "mesh/mesh.h"
 
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@
 #include "router/table.h"
 #include "wg/clock.h"
 #include "wg/device.h"
-#include "wg/mesh_internal.h"
+#include "mesh/internal.h"
 #include "wg/peer.h"
 #include "wg/send.h"
 

@@ -1,8 +1,8 @@
 /* A data-path worker: one io_uring that reads the TUN and the UDP sockets,
  * seals and opens in batches, and writes back, with one submission system
  * call per batch rather than per packet. */
-#ifndef WEFT_WG_WORKER_H
-#define WEFT_WG_WORKER_H
+#ifndef WEFT_DATAPATH_WORKER_H
+#define WEFT_DATAPATH_WORKER_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -11,7 +11,7 @@
 #include "wg/device.h"
 #include "wg/log.h"
 #include "wg/peer.h"
-#include "wg/worker_internal.h"
+#include "datapath/internal.h"
 
 static struct wport *wport_of(struct wg_worker *w, struct wg_port *port)
 {

@@ -1,8 +1,8 @@
 /* What the worker core (worker.c) and its VM-port data path (worker_port.c)
  * share: the worker's state, its io_uring ops, its buffer pools, and the
  * few functions each file calls in the other. Private to those two files. */
-#ifndef WEFT_WG_WORKER_INTERNAL_H
-#define WEFT_WG_WORKER_INTERNAL_H
+#ifndef WEFT_DATAPATH_INTERNAL_H
+#define WEFT_DATAPATH_INTERNAL_H
 
 #include <liburing.h>
 #include <pthread.h>
@@ -13,10 +13,10 @@
 
 #include "router/frame.h"
 #include "tun/offload.h"
-#include "wg/pktpool.h"
-#include "wg/ports.h"
+#include "datapath/pktpool.h"
+#include "port/ports.h"
 #include "wg/send.h"
-#include "wg/vhost_port.h"
+#include "port/vhost.h"
 
 enum {
 	BIG_POOL = 160,

@@ -6,8 +6,8 @@
  * serves one of its queues holds one until its last I/O on the port is
  * done, so a port removed while frames are in flight goes away only after
  * them. */
-#ifndef WEFT_WG_PORTS_H
-#define WEFT_WG_PORTS_H
+#ifndef WEFT_PORT_PORTS_H
+#define WEFT_PORT_PORTS_H
 
 #include <stdatomic.h>
 #include <stdbool.h>

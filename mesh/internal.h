@@ -1,7 +1,7 @@
-/* What wg/mesh.c (the mesh thread and its control plane) and
- * wg/mesh_path.c (the workers' entry points) share. Private to those two. */
-#ifndef WEFT_WG_MESH_INTERNAL_H
-#define WEFT_WG_MESH_INTERNAL_H
+/* What mesh/mesh.c (the mesh thread and its control plane) and
+ * mesh/path.c (the workers' entry points) share. Private to those two. */
+#ifndef WEFT_MESH_INTERNAL_H
+#define WEFT_MESH_INTERNAL_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "ndp/mesh_msg.h"
-#include "wg/mesh.h"
+#include "mesh/mesh.h"
 #include "wg/noise.h"
 
 enum loc_state {
