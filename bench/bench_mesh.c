@@ -13,9 +13,9 @@
  *
  * usage: bench_mesh [--quick] [--routes N] [--hosts H]
  * Prints a Markdown table, then one JSON object per line. */
+#include "mesh/mesh.h"
 #include "router/rendezvous.h"
 #include "router/table.h"
-#include "mesh/mesh.h"
 #include "wg/peer.h"
 
 #include <endian.h>

@@ -15,11 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mesh/mesh.h"
+#include "port/ports.h"
 #include "router/mesh_text.h"
 #include "tun/port_text.h"
 #include "wg/device.h"
 #include "wg/log.h"
-#include "mesh/mesh.h"
 
 static bool share_addr(const struct port_config *a, const struct port_config *b)
 {

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mesh/mesh.h"
 #include "router/mesh_text.h"
 #include "wg/device.h"
 #include "wg/log.h"
-#include "mesh/mesh.h"
 
 /* Same mode and the same prefixes, in any order. */
 static bool same_config(const struct wg_mesh_config *a, const struct wg_mesh_config *b)

@@ -16,11 +16,12 @@
 #include <sodium.h>
 
 #include "crypto/aead.h"
+#include "datapath/worker.h"
+#include "mesh/mesh.h"
+#include "port/ports.h"
 #include "tun/port_text.h"
 #include "wg/clock.h"
 #include "wg/device.h"
-#include "mesh/mesh.h"
-#include "datapath/worker.h"
 
 #ifndef WEFT_VERSION
 #define WEFT_VERSION "unknown"

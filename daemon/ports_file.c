@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "port/ports.h"
 #include "tun/port_text.h"
 #include "wg/device.h"
 #include "wg/log.h"

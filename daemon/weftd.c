@@ -31,12 +31,14 @@
 #include "crypto/aead.h"
 #include "daemon/caps.h"
 #include "daemon/control.h"
+#include "daemon/host.h"
 #include "daemon/memtrim.h"
 #include "daemon/mesh_file.h"
 #include "daemon/metrics.h"
 #include "daemon/metrics_http.h"
 #include "daemon/notify.h"
 #include "daemon/ports_file.h"
+#include "port/ports.h"
 #include "tun/netlink.h"
 #include "tun/offload.h"
 #include "tun/port_text.h"
@@ -516,7 +518,7 @@ int main(int argc, char **argv)
 	sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
 	stop_fd = eventfd(0, EFD_CLOEXEC);
 
-	dev = wg_device_new(name, tun_fds, cpus, n_workers, vnet, WG_DEFAULT_MTU);
+	dev = host_new(name, tun_fds, cpus, n_workers, vnet, WG_DEFAULT_MTU);
 	if (!dev) {
 		log_error("Failed to create device");
 		for (int i = 0; i < n_workers; i++)
@@ -546,7 +548,7 @@ int main(int argc, char **argv)
 	 * kernel) has only what caps.c keeps. */
 	if ((c = caps_drop_to_runtime()))
 		log_info("cannot drop capabilities: %s", strerror(-c));
-	if (wg_device_start(dev)) {
+	if (host_start(dev)) {
 		log_error("Failed to start device threads");
 		goto out;
 	}
@@ -627,8 +629,8 @@ out:
 	if (uapi)
 		wg_uapi_server_stop(uapi);
 	if (dev) {
-		wg_device_stop(dev);
-		wg_device_free(dev);
+		host_stop(dev);
+		host_free(dev);
 	}
 	if (watch)
 		tun_link_watch_free(watch);

@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 
-#include "router/frame.h"
-#include "tun/offload.h"
 #include "datapath/pktpool.h"
 #include "port/ports.h"
-#include "wg/send.h"
 #include "port/vhost.h"
+#include "router/frame.h"
+#include "tun/offload.h"
+#include "wg/send.h"
 
 enum {
 	BIG_POOL = 160,

@@ -25,18 +25,18 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "datapath/internal.h"
+#include "datapath/pktpool.h"
+#include "mesh/mesh.h"
+#include "port/ports.h"
 #include "router/frame.h"
 #include "tun/offload.h"
 #include "tun/tun.h"
 #include "wg/device.h"
 #include "wg/log.h"
-#include "mesh/mesh.h"
 #include "wg/peer.h"
-#include "datapath/pktpool.h"
-#include "port/ports.h"
 #include "wg/receive.h"
 #include "wg/send.h"
-#include "datapath/internal.h"
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
@@ -547,16 +547,25 @@ static void udp_received(struct wg_worker *w, struct op *op, uint32_t len)
 	for (uint32_t off = 0; off < len; off += seg) {
 		uint32_t dlen = len - off < seg ? len - off : seg;
 		uint8_t *d = wg_pkt_payload(p) + off;
-		struct wg_peer *from;
-		uint32_t inner = wg_receive_from(w->dev, d, dlen, &p->addr, &w->tx, &from);
+		struct wg_rx rx;
+		enum wg_rx_verdict v = wg_receive_open(w->dev, d, dlen, &p->addr, &w->tx, &rx);
 		uint8_t *ip = d + WG_PKT_HEADROOM;
 		struct rt_hop *hop;
+		uint32_t inner;
 
-		if (!inner)
+		if (v == WG_RX_DONE)
 			continue;
+		if (wg_mesh_enabled(w->dev)) {
+			if (!wg_mesh_receive(w->dev, &rx, v))
+				continue;
+		} else if (v == WG_RX_FOREIGN) {
+			wg_receive_reject(w->dev);
+			continue;
+		}
+		inner = wg_receive_accept(w->dev, &rx);
 		hop = inner_hop(w, ip, inner);
 		if (hop && (hop->kind == RT_HOP_REMOTE || hop->kind == RT_HOP_MESH))
-			wg_mesh_transit(w->dev, from, hop, ip, inner, &w->tx);
+			wg_mesh_transit(w->dev, rx.peer, hop, ip, inner, &w->tx);
 		else
 			deliver(w, p, ip, inner,
 				hop && hop->kind == RT_HOP_PORT ? wg_port_from_hop(hop) : NULL);

@@ -6,12 +6,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "datapath/internal.h"
 #include "ndp/ndp.h"
 #include "wg/clock.h"
 #include "wg/device.h"
 #include "wg/log.h"
 #include "wg/peer.h"
-#include "datapath/internal.h"
 
 static struct wport *wport_of(struct wg_worker *w, struct wg_port *port)
 {

@@ -50,13 +50,13 @@
 #include <unistd.h>
 
 #include "ndp/ndp.h"
+#include "port/ports.h"
 #include "router/frame.h"
 #include "router/hop.h"
 #include "router/table.h"
 #include "tun/offload.h"
 #include "tun/virtq.h"
 #include "wg/packet.h"
-#include "port/ports.h"
 
 #define CHECK(cond)                                                                \
 	do {                                                                       \

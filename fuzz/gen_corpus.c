@@ -16,8 +16,8 @@
 #include <sodium.h>
 
 #include "crypto/tai64n.h"
-#include "tun/offload.h"
 #include "fuzz/hs_fixture.h"
+#include "tun/offload.h"
 #include "wg/clock.h"
 
 /* The modes and flag bits of the targets (fuzz_handshake.c, fuzz_receive.c). */

@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ndp/mesh_msg.h"
 #include "mesh/mesh.h"
+#include "ndp/mesh_msg.h"
 #include "wg/noise.h"
 
 enum loc_state {

@@ -24,16 +24,14 @@
 #include <time.h>
 
 #include "ndp/mesh_msg.h"
+#include "port/ports.h"
 #include "router/rendezvous.h"
 #include "router/table.h"
 #include "wg/clock.h"
 #include "wg/device.h"
 #include "wg/log.h"
 #include "wg/peer.h"
-#include "port/ports.h"
 #include "wg/send.h"
-#include "datapath/worker.h"
-
 
 static void rate_init(struct rate *r, unsigned int per_sec, unsigned int burst)
 {
@@ -600,8 +598,8 @@ static void send_notes(struct wg_mesh *m, struct mesh_note *notes, size_t n)
 
 static void kick_worker(struct wg_mesh *m)
 {
-	if (atomic_load(&m->n_released) && m->dev->workers[0])
-		wg_worker_kick(m->dev->workers[0]);
+	if (atomic_load(&m->n_released))
+		wg_device_kick(m->dev, 0);
 }
 
 /* One round of the thread's work; called without locks. */

@@ -21,8 +21,9 @@
 #include <stdint.h>
 
 #include "router/hop.h"
-#include "wg/packet.h"
 #include "tun/port.h"
+#include "wg/packet.h"
+#include "wg/receive.h"
 
 struct wg_device;
 struct wg_peer;
@@ -145,16 +146,14 @@ bool wg_mesh_enabled(const struct wg_device *dev);
 void wg_mesh_miss(struct wg_device *dev, struct wg_pkt *const *pkts, unsigned int n, int family,
 		  const uint8_t *dst);
 
-enum wg_mesh_verdict { WG_MESH_ACCEPT, WG_MESH_HOLD, WG_MESH_DROP };
-/* The receive check of an inner source that is not one of peer's allowed
- * IPs: hop is what the table says of the source. ACCEPT: peer holds it (or
- * held it until a move moments ago); HOLD: it may have moved to peer: give
- * the packet to wg_mesh_hold, which delivers it once a re-resolve confirms
- * peer; DROP: not a mesh address. */
-enum wg_mesh_verdict wg_mesh_check_source(struct wg_device *dev, struct wg_peer *peer,
-					  struct rt_hop *hop);
-void wg_mesh_hold(struct wg_device *dev, struct wg_peer *peer, int family, const uint8_t *src,
-		  const uint8_t *ip, uint32_t len);
+/* The mesh's word on a packet wg_receive_open let through with verdict v
+ * (WG_RX_PEER or WG_RX_FOREIGN), when the mesh is enabled: a mesh message
+ * is taken (false); a packet forwarded by the host an address moved away
+ * from is unwrapped in place (rx re-parsed) and goes on (true) unless it
+ * claims one of our VMs; a foreign source goes on when its address lives
+ * behind the peer, is held while that is re-resolved (false), or is
+ * rejected and counted (false). */
+bool wg_mesh_receive(struct wg_device *dev, struct wg_rx *rx, enum wg_rx_verdict v);
 /* A packet from peer through the tunnel to a mesh address this host does
  * not hold (hop: its table entry, RT_HOP_REMOTE or RT_HOP_MESH): sent on to
  * where the address went, or queued while that is found out, and peer is

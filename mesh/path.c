@@ -9,13 +9,14 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "mesh/internal.h"
 #include "ndp/mesh_msg.h"
 #include "router/frame.h"
 #include "router/table.h"
 #include "wg/clock.h"
 #include "wg/device.h"
-#include "mesh/internal.h"
 #include "wg/peer.h"
+#include "wg/receive.h"
 #include "wg/send.h"
 
 bool wg_mesh_enabled(const struct wg_device *dev)
@@ -92,25 +93,32 @@ void wg_mesh_miss(struct wg_device *dev, struct wg_pkt *const *pkts, unsigned in
 	pthread_mutex_unlock(&m->lock);
 }
 
-enum wg_mesh_verdict wg_mesh_check_source(struct wg_device *dev, struct wg_peer *peer,
-					  struct rt_hop *hop)
+enum mesh_verdict { MESH_ACCEPT, MESH_HOLD, MESH_DROP };
+
+/* The receive check of an inner source that is not one of peer's allowed
+ * IPs: hop is what the table says of the source. ACCEPT: peer holds it (or
+ * held it until a move moments ago); HOLD: it may have moved to peer: give
+ * the packet to hold(), which delivers it once a re-resolve confirms peer;
+ * DROP: not a mesh address. */
+static enum mesh_verdict check_source(struct wg_device *dev, struct wg_peer *peer,
+				      struct rt_hop *hop)
 {
 	struct mesh_loc *l;
 
 	if (!hop || !wg_mesh_enabled(dev))
-		return WG_MESH_DROP;
+		return MESH_DROP;
 	if (hop->kind == RT_HOP_MESH)
-		return WG_MESH_HOLD;
+		return MESH_HOLD;
 	if (hop->kind != RT_HOP_REMOTE)
-		return WG_MESH_DROP;
+		return MESH_DROP;
 	l = mesh_loc_from_hop(hop);
 	if (l->peer == peer || (l->prev == peer && wg_clock_now() < l->prev_until))
-		return WG_MESH_ACCEPT;
-	return WG_MESH_HOLD;
+		return MESH_ACCEPT;
+	return MESH_HOLD;
 }
 
-void wg_mesh_hold(struct wg_device *dev, struct wg_peer *peer, int family, const uint8_t *src,
-		  const uint8_t *ip, uint32_t len)
+static void hold(struct wg_device *dev, struct wg_peer *peer, int family, const uint8_t *src,
+		 const uint8_t *ip, uint32_t len)
 {
 	struct wg_mesh *m = dev->mesh;
 	struct mesh_loc *l;
@@ -125,6 +133,46 @@ void wg_mesh_hold(struct wg_device *dev, struct wg_peer *peer, int family, const
 	}
 	mesh_wake(m);
 	pthread_mutex_unlock(&m->lock);
+}
+
+bool wg_mesh_receive(struct wg_device *dev, struct wg_rx *rx, enum wg_rx_verdict v)
+{
+	size_t forwarded;
+
+	if (rx->family == AF_INET6) {
+		if (mesh_msg_is_mesh(rx->pkt, rx->len)) {
+			wg_mesh_received(dev, rx->peer, rx->pkt, rx->len);
+			return false;
+		}
+		forwarded = mesh_fwd_unwrap(rx->pkt, rx->len);
+		if (forwarded) {
+			/* Sent on by the host the address moved away from, which
+			 * checked the source: unwrapped, and only kept from
+			 * claiming one of our own VMs. */
+			rx->len = (uint32_t)forwarded;
+			memmove(rx->pkt, rx->pkt + MESH_FWD_HLEN, rx->len);
+			if (!wg_receive_reparse(dev, rx))
+				return false;
+			if (rx->hop && rx->hop->kind == RT_HOP_PORT) {
+				wg_receive_reject(dev);
+				return false;
+			}
+			return true;
+		}
+	}
+	if (v == WG_RX_PEER)
+		return true;
+	switch (check_source(dev, rx->peer, rx->hop)) {
+	case MESH_ACCEPT:
+		return true;
+	case MESH_HOLD: /* it may have just moved to peer: checked first */
+		hold(dev, rx->peer, rx->family, rx->src, rx->pkt, rx->len);
+		return false;
+	case MESH_DROP:
+		break;
+	}
+	wg_receive_reject(dev);
+	return false;
 }
 
 /* Sends ip[0, len) (its TTL already counted down) on to the holder of l,

@@ -23,13 +23,13 @@
 #include <unistd.h>
 
 #include "ndp/ndp.h"
+#include "port/bypass.h"
+#include "port/ports.h"
 #include "tun/netlink.h"
 #include "tun/route.h"
-#include "port/bypass.h"
 #include "wg/clock.h"
 #include "wg/device.h"
 #include "wg/log.h"
-#include "port/ports.h"
 
 #ifndef PACKET_IGNORE_OUTGOING
 #define PACKET_IGNORE_OUTGOING 23

@@ -10,14 +10,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "mesh/mesh.h"
+#include "port/attached.h"
+#include "port/vhost.h"
 #include "tun/netlink.h"
 #include "tun/offload.h"
 #include "tun/tun.h"
-#include "port/attached.h"
 #include "wg/device.h"
 #include "wg/log.h"
-#include "mesh/mesh.h"
-#include "port/vhost.h"
 
 enum { PORT_RELEASE_WAIT_MS = 5000 };
 
@@ -250,7 +250,7 @@ int wg_device_port_add(struct wg_device *dev, const struct port_config *cfg)
 		wg_port_put(port);
 		return err;
 	}
-	wg_device_kick_workers(dev);
+	wg_device_kick(dev, -1);
 	log_info("port %s added", cfg->name);
 	wg_mesh_local_added(dev, port->cfg.addrs, port->cfg.n_addrs);
 	return 0;
@@ -283,7 +283,7 @@ int wg_device_port_del(struct wg_device *dev, const char *name)
 	pthread_rwlock_unlock(&dev->lock);
 	if (!port)
 		return -ENOENT;
-	wg_device_kick_workers(dev);
+	wg_device_kick(dev, -1);
 	wg_mesh_local_removed(dev, port->cfg.addrs, port->cfg.n_addrs);
 	/* Then no worker touches the guest's memory any more. */
 	if (wait_workers_gone(port))

@@ -58,4 +58,25 @@ void wg_port_ndp_config(const struct port_config *cfg, struct ndp_port_config *n
 void wg_ports_halt_backends(struct wg_device *dev);
 void wg_ports_clear(struct wg_device *dev);
 
+/* The device's VM ports (tun/port.h). Adds a port, checked with port_config_check
+ * first: 0, -EEXIST (name or an address taken by another port), -EINVAL,
+ * -ENOSPC (PORT_MAX), or what opening the tap or vhost-user socket said. */
+int wg_device_port_add(struct wg_device *dev, const struct port_config *cfg);
+/* Removes a port by name. 0 or -ENOENT. */
+int wg_device_port_del(struct wg_device *dev, const char *name);
+/* A snapshot of every port in creation order (malloc'd array, the caller
+ * frees it). 0 or -ENOMEM. */
+int wg_device_port_list(struct wg_device *dev, struct port_info **out, size_t *n);
+
+/* Registers addrs[0, n) (checked like a port's `address`) to the port
+ * named name, at run time: its anti-spoofing set, its NDP view and the
+ * forwarding table. Addresses it has already are skipped. 0, -ENOENT (no
+ * such port), -EEXIST (another port has one), -ENOSPC (PORT_MAX_ADDRS),
+ * -EINVAL. All or nothing but for -ENOMEM. */
+int wg_device_port_register(struct wg_device *dev, const char *name, const struct port_addr *addrs,
+			    size_t n);
+/* Unregisters addrs from whichever ports have them: 0, or -ENOENT when one
+ * is registered nowhere (then nothing changed). */
+int wg_device_port_unregister(struct wg_device *dev, const struct port_addr *addrs, size_t n);
+
 #endif

@@ -12,9 +12,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "port/ports.h"
 #include "wg/device.h"
 #include "wg/log.h"
-#include "port/ports.h"
 
 struct vhost_ctx {
 	struct wg_device *dev;
@@ -25,7 +25,7 @@ struct vhost_ctx {
 static void rings_changed(struct wg_device *dev)
 {
 	atomic_fetch_add(&dev->ports_gen, 1);
-	wg_device_kick_workers(dev);
+	wg_device_kick(dev, -1);
 }
 
 static void disconnect(struct wg_device *dev, struct wg_port *port, const char *why)

@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tun/port.h"
 #include "mesh/mesh.h"
+#include "tun/port.h"
 
 enum {
 	MESH_TEXT_MAX_FILE = 1024 * 1024,  /* bytes in a VM or mesh file */

@@ -13,11 +13,8 @@
 #include "wg/clock.h"
 #include "wg/handshake.h"
 #include "wg/log.h"
-#include "mesh/mesh.h"
 #include "wg/peer.h"
-#include "port/ports.h"
 #include "wg/send.h"
-#include "datapath/worker.h"
 
 static uint8_t peer_hash_key[crypto_shorthash_KEYBYTES];
 
@@ -83,7 +80,8 @@ static void remove_peer(struct wg_device *dev, struct wg_peer *peer)
 		dev->peers_tail = peer->list_prev;
 	dev->n_peers--;
 	rt_remove_value(dev->allowed_ips, peer);
-	wg_mesh_peer_removed(dev, peer);
+	if (dev->hooks.peer_removed)
+		dev->hooks.peer_removed(dev, peer);
 	wg_peer_free(peer);
 }
 
@@ -194,10 +192,10 @@ static void swap_sockets(struct wg_device *dev, struct wg_socket_set *fresh)
 	dev->listen_port = fresh->port;
 }
 
-void wg_device_kick_workers(struct wg_device *dev)
+void wg_device_kick(struct wg_device *dev, int worker)
 {
-	for (int i = 0; i < dev->n_workers; i++)
-		wg_worker_kick(dev->workers[i]);
+	if (dev->hooks.kick)
+		dev->hooks.kick(dev, worker);
 }
 
 int wg_device_set(struct wg_device *dev, const struct wg_device_config *cfg)
@@ -251,7 +249,7 @@ int wg_device_set(struct wg_device *dev, const struct wg_device_config *cfg)
 	pthread_rwlock_unlock(&dev->lock);
 	free(kick);
 	if (fresh.n)
-		wg_device_kick_workers(dev);
+		wg_device_kick(dev, -1);
 	return err;
 }
 
@@ -443,7 +441,7 @@ struct wg_device *wg_device_new(const char *ifname, const int *tun_fds, const in
 
 	dev->identity = sodium_malloc(sizeof(*dev->identity));
 	dev->allowed_ips = rt_table_new();
-	if (!dev->identity || !dev->allowed_ips || wg_mesh_new(dev, &dev->mesh))
+	if (!dev->identity || !dev->allowed_ips)
 		goto fail;
 	memset(dev->identity, 0, sizeof(*dev->identity));
 	wg_index_init(&dev->index);
@@ -477,14 +475,6 @@ int wg_device_start(struct wg_device *dev)
 	err = pthread_create(&dev->timer_thread, NULL, timer_thread, dev);
 	if (err)
 		return -err;
-	for (int i = 0; i < dev->n_workers; i++) {
-		err = wg_worker_start(dev, i, dev->tun_fds[i], dev->cpus[i], &dev->workers[i]);
-		if (err)
-			return err;
-	}
-	err = wg_mesh_start(dev->mesh);
-	if (err)
-		return err;
 	dev->running = true;
 	return 0;
 }
@@ -492,12 +482,6 @@ int wg_device_start(struct wg_device *dev)
 void wg_device_stop(struct wg_device *dev)
 {
 	atomic_store(&dev->stopping, true);
-	wg_mesh_stop(dev->mesh);
-	wg_ports_halt_backends(dev);
-	for (int i = 0; i < dev->n_workers; i++) {
-		wg_worker_stop(dev->workers[i]);
-		dev->workers[i] = NULL;
-	}
 	dev->running = false;
 	wg_handshake_stop(dev);
 	pthread_mutex_lock(&dev->timer_lock);
@@ -513,13 +497,9 @@ void wg_device_free(struct wg_device *dev)
 {
 	if (!dev)
 		return;
-	wg_ports_halt_backends(dev);
 	if (dev->identity) {
 		pthread_rwlock_wrlock(&dev->lock);
-		wg_mesh_free(dev->mesh);
-		dev->mesh = NULL;
 		remove_all_peers(dev);
-		wg_ports_clear(dev);
 		pthread_rwlock_unlock(&dev->lock);
 		sodium_free(dev->identity);
 	}

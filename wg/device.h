@@ -40,6 +40,16 @@ struct wg_attached;
 
 enum { WG_PEER_BUCKETS = 1 << 12 };
 
+/* What the layers above the protocol (the data path, the mesh) are told,
+ * set once before wg_device_start; either may be NULL. */
+struct wg_device_hooks {
+	/* Wake worker (-1: every one): see wg_device_kick. */
+	void (*kick)(struct wg_device *dev, int worker);
+	/* Device lock held exclusively: peer is being removed; forget every
+	 * pointer to it. */
+	void (*peer_removed)(struct wg_device *dev, struct wg_peer *peer);
+};
+
 struct wg_device {
 	char ifname[IFNAMSIZ];
 	int tun_fds[WG_MAX_WORKERS];  /* one TUN queue per worker */
@@ -90,6 +100,7 @@ struct wg_device {
 	bool force_under_load;        /* WEFT_TEST_UNDER_LOAD */
 	void (*on_fatal)(void *ctx);  /* the TUN went away */
 	void *on_fatal_ctx;
+	struct wg_device_hooks hooks;
 };
 
 /* Takes ownership of the n TUN queue fds (one worker each; n <= WG_MAX_WORKERS)
@@ -98,6 +109,8 @@ struct wg_device {
  * Opens the UDP sockets on a random port. */
 struct wg_device *wg_device_new(const char *ifname, const int *tun_fds, const int *cpus, int n,
 				bool tun_vnet, unsigned int mtu);
+/* Starts the handshake and timer threads; the data path's workers are the
+ * caller's (daemon/host.h starts everything). */
 int wg_device_start(struct wg_device *dev);
 void wg_device_stop(struct wg_device *dev);
 void wg_device_free(struct wg_device *dev);
@@ -108,29 +121,9 @@ int wg_device_set(struct wg_device *dev, const struct wg_device_config *cfg);
 /* "key=value\n" lines of the counters (malloc'd). */
 int wg_device_stats(struct wg_device *dev, char **text, size_t *len);
 
-/* VM ports (tun/port.h). Adds a port, checked with port_config_check
- * first: 0, -EEXIST (name or an address taken by another port), -EINVAL,
- * -ENOSPC (PORT_MAX), or what opening the tap or vhost-user socket said. */
-int wg_device_port_add(struct wg_device *dev, const struct port_config *cfg);
-/* Removes a port by name. 0 or -ENOENT. */
-int wg_device_port_del(struct wg_device *dev, const char *name);
-/* A snapshot of every port in creation order (malloc'd array, the caller
- * frees it). 0 or -ENOMEM. */
-int wg_device_port_list(struct wg_device *dev, struct port_info **out, size_t *n);
-
-/* Registers addrs[0, n) (checked like a port's `address`) to the port
- * named name, at run time: its anti-spoofing set, its NDP view and the
- * forwarding table. Addresses it has already are skipped. 0, -ENOENT (no
- * such port), -EEXIST (another port has one), -ENOSPC (PORT_MAX_ADDRS),
- * -EINVAL. All or nothing but for -ENOMEM. */
-int wg_device_port_register(struct wg_device *dev, const char *name, const struct port_addr *addrs,
-			    size_t n);
-/* Unregisters addrs from whichever ports have them: 0, or -ENOENT when one
- * is registered nowhere (then nothing changed). */
-int wg_device_port_unregister(struct wg_device *dev, const struct port_addr *addrs, size_t n);
-
-/* Wakes every worker to notice changed sockets or ports. */
-void wg_device_kick_workers(struct wg_device *dev);
+/* Tells the data path that the sockets, the ports or the mesh's released
+ * packets changed: worker (-1: every one) looks again. */
+void wg_device_kick(struct wg_device *dev, int worker);
 
 /* With the device lock held (shared is enough). */
 struct wg_peer *wg_device_lookup_peer(struct wg_device *dev, const uint8_t public_key[32]);

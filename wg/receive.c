@@ -11,13 +11,11 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "ndp/mesh_msg.h"
 #include "router/table.h"
 #include "wg/clock.h"
 #include "wg/device.h"
 #include "wg/handshake.h"
 #include "wg/log.h"
-#include "mesh/mesh.h"
 #include "wg/peer.h"
 
 /* Checks an inner IPv4/IPv6 header against the plaintext length, trims the
@@ -69,9 +67,9 @@ static bool wants_lastminute_rekey(struct wg_peer *peer, uint64_t now)
 	return true;
 }
 
-static uint32_t receive_data(struct wg_device *dev, uint8_t *data, uint32_t datagram_len,
-			     const union wg_sockaddr *src_addr, struct wg_tx *tx,
-			     struct wg_peer **from)
+static enum wg_rx_verdict receive_data(struct wg_device *dev, uint8_t *data,
+				       uint32_t datagram_len, const union wg_sockaddr *src_addr,
+				       struct wg_tx *tx, struct wg_rx *rx)
 {
 	const struct wg_msg_data *hdr = (const struct wg_msg_data *)data;
 	uint8_t *inner = data + sizeof(*hdr);
@@ -79,16 +77,12 @@ static uint32_t receive_data(struct wg_device *dev, uint8_t *data, uint32_t data
 	uint64_t now = wg_clock_now(), counter;
 	struct wg_keypair *kp;
 	struct wg_peer *peer;
-	const uint8_t *src;
-	struct rt_hop *hop;
-	size_t forwarded = 0;
 	bool confirmed, rekey, ok;
-	int family;
 
 	kp = wg_index_get_keypair(&dev->index, le32toh(hdr->receiver_index));
 	if (!kp) {
 		wg_stat_inc(&dev->stats, drop_unknown_index);
-		return 0;
+		return WG_RX_DONE;
 	}
 	if (!keypair_can_receive(kp, now)) {
 		wg_stat_inc(&dev->stats, drop_key_expired);
@@ -133,69 +127,59 @@ static uint32_t receive_data(struct wg_device *dev, uint8_t *data, uint32_t data
 		wg_handshake_request(dev, peer);
 
 	if (!plain_len)
-		return 0; /* a keepalive: never written to the TUN */
-	family = inner_source(inner, &plain_len, &src);
-	if (!family) {
-		wg_stat_inc(&dev->stats, drop_malformed);
-		return 0;
-	}
-	if (family == AF_INET6 && wg_mesh_enabled(dev)) {
-		if (mesh_msg_is_mesh(inner, plain_len)) {
-			wg_mesh_received(dev, peer, inner, plain_len);
-			return 0;
-		}
-		forwarded = mesh_fwd_unwrap(inner, plain_len);
-		if (forwarded) {
-			/* Sent on by the host the address moved away from, which
-			 * checked the source: unwrapped, and only kept from
-			 * claiming one of our own VMs. */
-			plain_len = (uint32_t)forwarded;
-			memmove(inner, inner + MESH_FWD_HLEN, plain_len);
-			family = inner_source(inner, &plain_len, &src);
-			if (!family) {
-				wg_stat_inc(&dev->stats, drop_malformed);
-				return 0;
-			}
-		}
-	}
-	hop = rt_lookup(dev->allowed_ips, family, src);
-	if (forwarded) {
-		if (hop && hop->kind == RT_HOP_PORT) {
-			wg_stat_inc(&dev->stats, drop_inner_source);
-			return 0;
-		}
-	} else if (hop != &peer->hop) {
-		switch (wg_mesh_check_source(dev, peer, hop)) {
-		case WG_MESH_ACCEPT:
-			break;
-		case WG_MESH_HOLD: /* it may have just moved to peer: checked first */
-			wg_mesh_hold(dev, peer, family, src, inner, plain_len);
-			return 0;
-		case WG_MESH_DROP:
-			wg_stat_inc(&dev->stats, drop_inner_source);
-			log_ratelimited(WG_LOG_DEBUG, "packet has disallowed source address");
-			return 0;
-		}
-	}
-	*from = peer;
-	wg_stat_inc(&dev->stats, rx_packets);
-	wg_stat_add(&dev->stats, rx_bytes, plain_len);
-	return plain_len;
+		return WG_RX_DONE; /* a keepalive: never written to the TUN */
+	*rx = (struct wg_rx){ .peer = peer, .pkt = inner, .len = plain_len };
+	if (!wg_receive_reparse(dev, rx))
+		return WG_RX_DONE;
+	return rx->hop == &peer->hop ? WG_RX_PEER : WG_RX_FOREIGN;
 drop:
 	wg_keypair_put(kp);
-	return 0;
+	return WG_RX_DONE;
+}
+
+bool wg_receive_reparse(struct wg_device *dev, struct wg_rx *rx)
+{
+	rx->family = inner_source(rx->pkt, &rx->len, &rx->src);
+	if (!rx->family) {
+		wg_stat_inc(&dev->stats, drop_malformed);
+		return false;
+	}
+	rx->hop = rt_lookup(dev->allowed_ips, rx->family, rx->src);
+	return true;
+}
+
+uint32_t wg_receive_accept(struct wg_device *dev, const struct wg_rx *rx)
+{
+	wg_stat_inc(&dev->stats, rx_packets);
+	wg_stat_add(&dev->stats, rx_bytes, rx->len);
+	return rx->len;
+}
+
+void wg_receive_reject(struct wg_device *dev)
+{
+	wg_stat_inc(&dev->stats, drop_inner_source);
+	log_ratelimited(WG_LOG_DEBUG, "packet has disallowed source address");
 }
 
 uint32_t wg_receive(struct wg_device *dev, uint8_t *data, uint32_t len,
 		    const union wg_sockaddr *src, struct wg_tx *tx)
 {
-	struct wg_peer *from;
+	struct wg_rx rx;
 
-	return wg_receive_from(dev, data, len, src, tx, &from);
+	switch (wg_receive_open(dev, data, len, src, tx, &rx)) {
+	case WG_RX_PEER:
+		return wg_receive_accept(dev, &rx);
+	case WG_RX_FOREIGN:
+		wg_receive_reject(dev);
+		return 0;
+	case WG_RX_DONE:
+		break;
+	}
+	return 0;
 }
 
-uint32_t wg_receive_from(struct wg_device *dev, uint8_t *data, uint32_t len,
-			 const union wg_sockaddr *src, struct wg_tx *tx, struct wg_peer **from)
+enum wg_rx_verdict wg_receive_open(struct wg_device *dev, uint8_t *data, uint32_t len,
+				   const union wg_sockaddr *src, struct wg_tx *tx, struct wg_rx *rx)
 {
 	size_t want;
 
@@ -210,7 +194,7 @@ uint32_t wg_receive_from(struct wg_device *dev, uint8_t *data, uint32_t len,
 	case WG_MSG_DATA:
 		if (len < WG_MSG_DATA_MIN)
 			goto malformed;
-		return receive_data(dev, data, len, src, tx, from);
+		return receive_data(dev, data, len, src, tx, rx);
 	case WG_MSG_HANDSHAKE_INITIATION:
 		want = sizeof(struct wg_msg_initiation);
 		break;
@@ -226,8 +210,8 @@ uint32_t wg_receive_from(struct wg_device *dev, uint8_t *data, uint32_t len,
 	if (len != want)
 		goto malformed;
 	wg_handshake_enqueue(dev, data, len, src);
-	return 0;
+	return WG_RX_DONE;
 malformed:
 	wg_stat_inc(&dev->stats, drop_malformed);
-	return 0;
+	return WG_RX_DONE;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "daemon/control.h"
+#include "port/ports.h"
 #include "router/mesh_text.h"
 #include "wg/device.h"
 

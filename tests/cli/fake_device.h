@@ -8,8 +8,8 @@
 
 #include <stddef.h>
 
-#include "tun/port.h"
 #include "mesh/mesh.h"
+#include "tun/port.h"
 #include "wg/uapi.h"
 
 enum { FAKE_CAPACITY = 4 };
