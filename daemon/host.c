@@ -33,6 +33,8 @@ struct wg_device *host_new(const char *ifname, const int *tun_fds, const int *cp
 	}
 	dev->hooks.kick = kick;
 	dev->hooks.peer_removed = wg_mesh_peer_removed;
+	dev->hooks.local_added = wg_mesh_local_added;
+	dev->hooks.local_removed = wg_mesh_local_removed;
 	return dev;
 }
 

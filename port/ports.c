@@ -10,7 +10,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "mesh/mesh.h"
 #include "port/attached.h"
 #include "port/vhost.h"
 #include "tun/netlink.h"
@@ -252,7 +251,8 @@ int wg_device_port_add(struct wg_device *dev, const struct port_config *cfg)
 	}
 	wg_device_kick(dev, -1);
 	log_info("port %s added", cfg->name);
-	wg_mesh_local_added(dev, port->cfg.addrs, port->cfg.n_addrs);
+	if (dev->hooks.local_added)
+		dev->hooks.local_added(dev, port->cfg.addrs, port->cfg.n_addrs);
 	return 0;
 }
 
@@ -284,7 +284,8 @@ int wg_device_port_del(struct wg_device *dev, const char *name)
 	if (!port)
 		return -ENOENT;
 	wg_device_kick(dev, -1);
-	wg_mesh_local_removed(dev, port->cfg.addrs, port->cfg.n_addrs);
+	if (dev->hooks.local_removed)
+		dev->hooks.local_removed(dev, port->cfg.addrs, port->cfg.n_addrs);
 	/* Then no worker touches the guest's memory any more. */
 	if (wait_workers_gone(port))
 		wg_vhost_stop(port);

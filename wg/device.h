@@ -41,13 +41,17 @@ struct wg_attached;
 enum { WG_PEER_BUCKETS = 1 << 12 };
 
 /* What the layers above the protocol (the data path, the mesh) are told,
- * set once before wg_device_start; either may be NULL. */
+ * set once before wg_device_start; any may be NULL. */
 struct wg_device_hooks {
 	/* Wake worker (-1: every one): see wg_device_kick. */
 	void (*kick)(struct wg_device *dev, int worker);
 	/* Device lock held exclusively: peer is being removed; forget every
 	 * pointer to it. */
 	void (*peer_removed)(struct wg_device *dev, struct wg_peer *peer);
+	/* No lock held: a VM port with addrs[0, n) was added or removed
+	 * (port/ports.c), so the mesh announces or withdraws them. */
+	void (*local_added)(struct wg_device *dev, const struct port_addr *addrs, size_t n);
+	void (*local_removed)(struct wg_device *dev, const struct port_addr *addrs, size_t n);
 };
 
 struct wg_device {
