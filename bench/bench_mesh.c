@@ -9,12 +9,12 @@
  *                      addresses that hit a VM route and over a mix with
  *                      misses (unregistered addresses in the mesh prefix)
  *   discovery messages the protocol's rules run with the real rendezvous
- *                      hash (router/rendezvous.h) over 1,000 random keys
+ *                      hash (mesh/rendezvous.h) over 1,000 random keys
  *
  * usage: bench_mesh [--quick] [--routes N] [--hosts H]
  * Prints a Markdown table, then one JSON object per line. */
 #include "mesh/mesh.h"
-#include "router/rendezvous.h"
+#include "mesh/rendezvous.h"
 #include "router/table.h"
 #include "wg/peer.h"
 

@@ -3,7 +3,7 @@
  * those 46 segments back into one super-packet (with and without checksum
  * verification), and the raw checksum rate over 64 KiB.
  * usage: bench_offload [N]   (N super-packets per measurement, default 20000) */
-#include "tun/csum.h"
+#include "pkt/csum.h"
 #include "tun/offload.h"
 
 #include <stdio.h>

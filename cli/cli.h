@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "router/mesh_text.h"
-#include "tun/port.h"
+#include "mesh/text.h"
+#include "port/config.h"
 
 enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2 };
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "router/mesh_text.h"
+#include "mesh/text.h"
 
 static const char mesh_usage_text[] =
 	"Usage: weft [-i IFNAME] mesh set [mode off|unicast|multicast] [prefix CIDR]...\n"

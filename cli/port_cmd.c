@@ -1,6 +1,6 @@
 /* weft port: add, remove, list and load the VM ports of weftd (docs/cli.md,
  * "Command line" and "The ports file"). The text forms of a port and the
- * load plan are tun/port_text.c's; this is the command line around them. */
+ * load plan are port/text.c's; this is the command line around them. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "tun/port_text.h"
+#include "port/text.h"
 
 static const char port_usage_text[] =
 	"Usage: weft [-i IFNAME] port add NAME tap|vhost-user|attached [PATH [server|client]]\n"

@@ -16,8 +16,8 @@
 #include <sodium.h>
 
 #include "cli/cli.h"
-#include "router/mesh_text.h"
-#include "tun/port_text.h"
+#include "mesh/text.h"
+#include "port/text.h"
 
 const char cmd_show_usage[] =
 	"Usage: weft [-i IFNAME] show [--json]\n"

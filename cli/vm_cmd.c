@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "router/mesh_text.h"
+#include "mesh/text.h"
 
 static const char vm_usage_text[] =
 	"Usage: weft [-i IFNAME] vm add PORT CIDR...\n"

@@ -2,7 +2,7 @@
  * and mesh calls behind each verb, and replies with a reason when they fail.
  *
  * Security model: the body comes from whoever holds the root-only socket
- * and is parsed by tun/port_text.c (ports) or router/mesh_text.c (VM
+ * and is parsed by port/text.c (ports) or mesh/text.c (VM
  * addresses, the mesh), which bound and check every value; only a port
  * configuration port_config_check accepted, and only addresses with their
  * host bits clear, reach the device. The server runs one request at a time
@@ -17,8 +17,8 @@
 
 #include "mesh/mesh.h"
 #include "port/ports.h"
-#include "router/mesh_text.h"
-#include "tun/port_text.h"
+#include "mesh/text.h"
+#include "port/text.h"
 #include "wg/device.h"
 #include "wg/log.h"
 

@@ -27,8 +27,8 @@ struct wg_device *host_new(const char *ifname, const int *tun_fds, const int *cp
 
 	if (!dev)
 		return NULL;
-	if (wg_mesh_new(dev, &dev->mesh)) {
-		wg_device_free(dev);
+	if (wg_ports_new(dev) || wg_mesh_new(dev, &dev->mesh)) {
+		host_free(dev);
 		return NULL;
 	}
 	dev->hooks.kick = kick;
@@ -67,7 +67,7 @@ void host_free(struct wg_device *dev)
 	pthread_rwlock_wrlock(&dev->lock);
 	wg_mesh_free(dev->mesh);
 	dev->mesh = NULL;
-	wg_ports_clear(dev);
+	wg_ports_free(dev);
 	pthread_rwlock_unlock(&dev->lock);
 	wg_device_free(dev);
 }

@@ -19,7 +19,7 @@
 #include "datapath/worker.h"
 #include "mesh/mesh.h"
 #include "port/ports.h"
-#include "tun/port_text.h"
+#include "port/text.h"
 #include "wg/clock.h"
 #include "wg/device.h"
 
@@ -381,7 +381,7 @@ static int render_ports(FILE *f, struct wg_device *dev)
 		sample(f, "weft_port_up", dev->ifname, ports[i].connected, "port", ports[i].cfg.name,
 		       "type", port_text_type_name(ports[i].cfg.type), NULL);
 	family(f, "weft_port_drops_total", "counter",
-	       "Frames a VM port dropped, by reason (tun/port.h)");
+	       "Frames a VM port dropped, by reason (port/config.h)");
 	for (size_t i = 0; i < n; i++)
 		for (size_t k = 0; k < port_text_n_counters; k++)
 			if (port_text_counters[k].drop)

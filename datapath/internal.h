@@ -14,7 +14,7 @@
 #include "datapath/pktpool.h"
 #include "port/ports.h"
 #include "port/vhost.h"
-#include "router/frame.h"
+#include "port/frame.h"
 #include "tun/offload.h"
 #include "wg/send.h"
 

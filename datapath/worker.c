@@ -29,7 +29,7 @@
 #include "datapath/pktpool.h"
 #include "mesh/mesh.h"
 #include "port/ports.h"
-#include "router/frame.h"
+#include "port/frame.h"
 #include "tun/offload.h"
 #include "tun/tun.h"
 #include "wg/device.h"
@@ -881,7 +881,7 @@ static void *worker_thread(void *arg)
 		}
 		w->trimmed = false;
 		pthread_rwlock_rdlock(&dev->lock);
-		if (w->ports_gen != atomic_load(&dev->ports_gen))
+		if (w->ports_gen != atomic_load(&dev->ports->gen))
 			wg_worker_follow_ports(w);
 		do {
 			n = reap(w);

@@ -49,10 +49,10 @@ void wg_worker_follow_ports(struct wg_worker *w)
 {
 	struct wg_device *dev = w->dev;
 
-	w->ports_gen = atomic_load(&dev->ports_gen);
+	w->ports_gen = atomic_load(&dev->ports->gen);
 	w->n_active = 0;
 	for (int i = 0; i < PORT_MAX; i++) {
-		struct wg_port *port = dev->ports[i];
+		struct wg_port *port = dev->ports->slot[i];
 		struct wport *wp = w->wports[i];
 
 		if (wp && wp->port != port) {

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "router/frame.h"
+#include "port/frame.h"
 
 #define CHECK(cond)                                                                  \
 	do {                                                                         \

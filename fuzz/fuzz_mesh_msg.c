@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "ndp/mesh_msg.h"
+#include "mesh/msg.h"
 
 #define CHECK(cond)                                                                    \
 	do {                                                                           \

@@ -1,4 +1,4 @@
-/* libFuzzer target for the text forms of the mesh (router/mesh_text.c): the
+/* libFuzzer target for the text forms of the mesh (mesh/text.c): the
  * functions weftd calls on every weft=vm-add / vm-del / mesh-set body and
  * on a mesh config file, and the CLI on every mesh-show reply and VM file.
  * The first byte picks the parser (0 vm-add, 1 vm-del, 2 mesh-set,
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "router/mesh_text.h"
+#include "mesh/text.h"
 
 #define CHECK(cond)                                                                      \
 	do {                                                                             \

@@ -1,4 +1,4 @@
-/* libFuzzer target for the text forms of a VM port (tun/port_text.c), the
+/* libFuzzer target for the text forms of a VM port (port/text.c), the
  * functions weftd calls on every weft=port-add / port-del body and the CLI
  * on every port-list reply and ports file. The first byte picks the parser
  * (0 request, 1 ports file, 2 port-list reply, 3 port-del body), the rest
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tun/port_text.h"
+#include "port/text.h"
 
 #define CHECK(cond)                                                                      \
 	do {                                                                             \

@@ -51,7 +51,7 @@
 
 #include "ndp/ndp.h"
 #include "port/ports.h"
-#include "router/frame.h"
+#include "port/frame.h"
 #include "router/hop.h"
 #include "router/table.h"
 #include "tun/offload.h"

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "mesh/mesh.h"
-#include "ndp/mesh_msg.h"
+#include "mesh/msg.h"
 #include "wg/noise.h"
 
 enum loc_state {

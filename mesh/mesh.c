@@ -23,9 +23,9 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "ndp/mesh_msg.h"
+#include "mesh/msg.h"
 #include "port/ports.h"
-#include "router/rendezvous.h"
+#include "mesh/rendezvous.h"
 #include "router/table.h"
 #include "wg/clock.h"
 #include "wg/device.h"
@@ -775,8 +775,8 @@ static void announce_ports(struct wg_device *dev)
 		return;
 	pthread_rwlock_rdlock(&dev->lock);
 	for (int i = 0; i < PORT_MAX; i++)
-		for (size_t j = 0; dev->ports[i] && j < dev->ports[i]->cfg.n_addrs; j++)
-			addrs[n++] = dev->ports[i]->cfg.addrs[j];
+		for (size_t j = 0; dev->ports->slot[i] && j < dev->ports->slot[i]->cfg.n_addrs; j++)
+			addrs[n++] = dev->ports->slot[i]->cfg.addrs[j];
 	pthread_rwlock_unlock(&dev->lock);
 	wg_mesh_local_added(dev, addrs, n);
 	free(addrs);

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "router/hop.h"
-#include "tun/port.h"
+#include "port/config.h"
 #include "wg/packet.h"
 #include "wg/receive.h"
 

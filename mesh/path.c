@@ -10,8 +10,8 @@
 #include <sys/socket.h>
 
 #include "mesh/internal.h"
-#include "ndp/mesh_msg.h"
-#include "router/frame.h"
+#include "mesh/msg.h"
+#include "port/frame.h"
 #include "router/table.h"
 #include "wg/clock.h"
 #include "wg/device.h"

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "ndp/arp.h"
-#include "tun/csum.h"
+#include "pkt/csum.h"
 
 /* Security model: the frame comes from an untrusted guest and may be any
  * bytes of any length. The parser reads only inside frame[0..len): every

@@ -195,7 +195,7 @@ static void serve(struct wg_port *port)
 static void *thread_main(void *arg)
 {
 	struct wg_device *dev = arg;
-	struct wg_attached *at = dev->attached;
+	struct wg_attached *at = dev->ports->attached;
 	struct epoll_event ev[EVENTS_MAX];
 
 	for (;;) {
@@ -213,7 +213,7 @@ static void *thread_main(void *arg)
 			/* The port is looked up again under the lock: one removed
 			 * since epoll_wait is no longer in its slot. */
 			pthread_rwlock_rdlock(&dev->lock);
-			port = slot < PORT_MAX ? dev->ports[slot] : NULL;
+			port = slot < PORT_MAX ? dev->ports->slot[slot] : NULL;
 			if (port && port->cfg.type == PORT_ATTACHED && port->pkt_fd == fd)
 				serve(port);
 			pthread_rwlock_unlock(&dev->lock);
@@ -225,7 +225,7 @@ static void *thread_main(void *arg)
 
 static struct wg_attached *state(struct wg_device *dev)
 {
-	struct wg_attached *at = dev->attached;
+	struct wg_attached *at = dev->ports->attached;
 	struct epoll_event ev = { .events = EPOLLIN };
 
 	if (at)
@@ -239,9 +239,9 @@ static struct wg_attached *state(struct wg_device *dev)
 	if (at->epfd < 0 || at->stop_fd < 0 ||
 	    epoll_ctl(at->epfd, EPOLL_CTL_ADD, at->stop_fd, &ev))
 		goto fail;
-	dev->attached = at;
+	dev->ports->attached = at;
 	if (pthread_create(&at->thread, NULL, thread_main, dev)) {
-		dev->attached = NULL;
+		dev->ports->attached = NULL;
 		goto fail;
 	}
 	at->running = true;
@@ -260,7 +260,7 @@ fail:
 void wg_attached_addr_added(struct wg_device *dev, struct wg_port *port,
 			    const struct port_addr *a)
 {
-	struct wg_attached *at = dev->attached;
+	struct wg_attached *at = dev->ports->attached;
 	int err = tun_route_add(a->family, a->addr, a->cidr, port->ifindex);
 
 	if (err)
@@ -276,7 +276,7 @@ void wg_attached_addr_added(struct wg_device *dev, struct wg_port *port,
 void wg_attached_addr_removed(struct wg_device *dev, struct wg_port *port,
 			      const struct port_addr *a)
 {
-	struct wg_attached *at = dev->attached;
+	struct wg_attached *at = dev->ports->attached;
 
 	/* The map entry first: from then on the kernel routes the address. */
 	if (at)
@@ -316,7 +316,7 @@ int wg_attached_published(struct wg_device *dev, struct wg_port *port)
 
 void wg_attached_close(struct wg_device *dev, struct wg_port *port)
 {
-	struct wg_attached *at = dev->attached;
+	struct wg_attached *at = dev->ports->attached;
 
 	for (size_t i = 0; i < port->cfg.n_addrs; i++)
 		wg_attached_addr_removed(dev, port, &port->cfg.addrs[i]);
@@ -334,7 +334,7 @@ void wg_attached_close(struct wg_device *dev, struct wg_port *port)
 void wg_attached_stats(struct wg_device *dev, const struct wg_port *port, uint64_t *packets,
 		       uint64_t *bytes, uint64_t *spoofed)
 {
-	struct wg_attached *at = dev->attached;
+	struct wg_attached *at = dev->ports->attached;
 
 	*packets = *bytes = *spoofed = 0;
 	if (at && port->bypassed)
@@ -343,7 +343,7 @@ void wg_attached_stats(struct wg_device *dev, const struct wg_port *port, uint64
 
 void wg_attached_stop(struct wg_device *dev)
 {
-	struct wg_attached *at = dev->attached;
+	struct wg_attached *at = dev->ports->attached;
 	uint64_t one = 1;
 
 	if (!at || !at->running)
@@ -356,7 +356,7 @@ void wg_attached_stop(struct wg_device *dev)
 
 void wg_attached_free(struct wg_device *dev)
 {
-	struct wg_attached *at = dev->attached;
+	struct wg_attached *at = dev->ports->attached;
 
 	if (!at)
 		return;
@@ -365,5 +365,5 @@ void wg_attached_free(struct wg_device *dev)
 	close(at->epfd);
 	close(at->stop_fd);
 	free(at);
-	dev->attached = NULL;
+	dev->ports->attached = NULL;
 }

@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "tun/port.h"
+#include "port/config.h"
 
 struct wg_device;
 struct wg_port;

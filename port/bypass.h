@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tun/port.h"
+#include "port/config.h"
 
 struct wg_bypass;
 

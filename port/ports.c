@@ -76,8 +76,8 @@ void wg_port_ndp_config(const struct port_config *cfg, struct ndp_port_config *n
 static struct wg_port *port_by_name(struct wg_device *dev, const char *name)
 {
 	for (int i = 0; i < PORT_MAX; i++)
-		if (dev->ports[i] && !strcmp(dev->ports[i]->cfg.name, name))
-			return dev->ports[i];
+		if (dev->ports->slot[i] && !strcmp(dev->ports->slot[i]->cfg.name, name))
+			return dev->ports->slot[i];
 	return NULL;
 }
 
@@ -85,7 +85,7 @@ static struct wg_port *port_by_name(struct wg_device *dev, const char *name)
 static bool addresses_taken(struct wg_device *dev, const struct port_config *cfg)
 {
 	for (int i = 0; i < PORT_MAX; i++) {
-		const struct wg_port *other = dev->ports[i];
+		const struct wg_port *other = dev->ports->slot[i];
 
 		for (size_t j = 0; other && j < other->cfg.n_addrs; j++)
 			for (size_t k = 0; k < cfg->n_addrs; k++)
@@ -186,7 +186,7 @@ static int publish(struct wg_device *dev, struct wg_port *port)
 	if (port_by_name(dev, port->cfg.name) || addresses_taken(dev, &port->cfg))
 		return -EEXIST;
 	for (int s = 0; s < PORT_MAX && slot < 0; s++)
-		if (!dev->ports[s])
+		if (!dev->ports->slot[s])
 			slot = s;
 	if (slot < 0)
 		return -ENOSPC;
@@ -200,9 +200,9 @@ static int publish(struct wg_device *dev, struct wg_port *port)
 		return err;
 	}
 	port->slot = slot;
-	port->seq = dev->port_seq++;
-	dev->ports[slot] = port;
-	atomic_fetch_add(&dev->ports_gen, 1);
+	port->seq = dev->ports->seq++;
+	dev->ports->slot[slot] = port;
+	atomic_fetch_add(&dev->ports->gen, 1);
 	return 0;
 }
 
@@ -210,8 +210,8 @@ static int publish(struct wg_device *dev, struct wg_port *port)
 static void unpublish(struct wg_device *dev, struct wg_port *port)
 {
 	rt_remove_value(dev->allowed_ips, &port->hop);
-	dev->ports[port->slot] = NULL;
-	atomic_fetch_add(&dev->ports_gen, 1);
+	dev->ports->slot[port->slot] = NULL;
+	atomic_fetch_add(&dev->ports->gen, 1);
 	if (port->cfg.type == PORT_ATTACHED)
 		wg_attached_close(dev, port);
 }
@@ -303,10 +303,10 @@ static struct wg_port *port_with_addr(struct wg_device *dev, const struct port_a
 				      size_t *index)
 {
 	for (int i = 0; i < PORT_MAX; i++)
-		for (size_t j = 0; dev->ports[i] && j < dev->ports[i]->cfg.n_addrs; j++)
-			if (same_addr(&dev->ports[i]->cfg.addrs[j], a)) {
+		for (size_t j = 0; dev->ports->slot[i] && j < dev->ports->slot[i]->cfg.n_addrs; j++)
+			if (same_addr(&dev->ports->slot[i]->cfg.addrs[j], a)) {
 				*index = j;
-				return dev->ports[i];
+				return dev->ports->slot[i];
 			}
 	return NULL;
 }
@@ -456,10 +456,10 @@ int wg_device_port_list(struct wg_device *dev, struct port_info **out, size_t *n
 		return -ENOMEM;
 	}
 	for (int i = 0; i < PORT_MAX; i++) {
-		if (!dev->ports[i])
+		if (!dev->ports->slot[i])
 			continue;
-		fill_info(dev, dev->ports[i], &info[count]);
-		seq[count++] = dev->ports[i]->seq;
+		fill_info(dev, dev->ports->slot[i], &info[count]);
+		seq[count++] = dev->ports->slot[i]->seq;
 	}
 	pthread_rwlock_unlock(&dev->lock);
 	/* Creation order: a small insertion sort keyed by seq. */
@@ -480,24 +480,36 @@ int wg_device_port_list(struct wg_device *dev, struct port_info **out, size_t *n
 	return 0;
 }
 
+int wg_ports_new(struct wg_device *dev)
+{
+	dev->ports = calloc(1, sizeof(*dev->ports));
+	return dev->ports ? 0 : -ENOMEM;
+}
+
 void wg_ports_halt_backends(struct wg_device *dev)
 {
+	if (!dev->ports)
+		return;
 	for (int i = 0; i < PORT_MAX; i++)
-		if (dev->ports[i])
-			wg_vhost_halt(dev->ports[i]);
+		if (dev->ports->slot[i])
+			wg_vhost_halt(dev->ports->slot[i]);
 	wg_attached_stop(dev);
 }
 
-void wg_ports_clear(struct wg_device *dev)
+void wg_ports_free(struct wg_device *dev)
 {
+	if (!dev->ports)
+		return;
 	for (int i = 0; i < PORT_MAX; i++) {
-		if (!dev->ports[i])
+		if (!dev->ports->slot[i])
 			continue;
-		rt_remove_value(dev->allowed_ips, &dev->ports[i]->hop);
-		if (dev->ports[i]->cfg.type == PORT_ATTACHED)
-			wg_attached_close(dev, dev->ports[i]);
-		wg_port_put(dev->ports[i]);
-		dev->ports[i] = NULL;
+		rt_remove_value(dev->allowed_ips, &dev->ports->slot[i]->hop);
+		if (dev->ports->slot[i]->cfg.type == PORT_ATTACHED)
+			wg_attached_close(dev, dev->ports->slot[i]);
+		wg_port_put(dev->ports->slot[i]);
+		dev->ports->slot[i] = NULL;
 	}
 	wg_attached_free(dev);
+	free(dev->ports);
+	dev->ports = NULL;
 }

@@ -1,4 +1,4 @@
-/* The device's VM ports at run time (the configuration is in tun/port.h).
+/* The device's VM ports at run time (the configuration is in port/config.h).
  *
  * A port sits in the device's slot table and in the forwarding table (its
  * registered addresses), both changed under the device's write lock, and is
@@ -14,8 +14,8 @@
 #include <stdint.h>
 
 #include "ndp/ndp.h"
+#include "port/config.h"
 #include "router/hop.h"
-#include "tun/port.h"
 #include "wg/socket.h"
 
 struct wg_device;
@@ -35,9 +35,17 @@ struct wg_port {
 	int pkt_fd;                      /* attached: its NDP/ARP packet socket */
 	bool is_veth;                    /* attached: a veth (else a tap) */
 	bool bypassed;                   /* attached: the BPF bypass is on it */
-	int slot;                        /* index in the device's ports[] */
+	int slot;                        /* index in dev->ports->slot[] */
 	uint64_t seq;                    /* creation order */
 	_Atomic int refs;
+};
+
+/* The device's VM ports (dev->ports), changed under the device write lock. */
+struct port_table {
+	struct wg_port *slot[PORT_MAX];  /* NULL: free */
+	uint64_t seq;                    /* the next port's creation stamp */
+	_Atomic uint64_t gen;            /* bumped on every port change */
+	struct wg_attached *attached;    /* port/attached.h; NULL: none yet */
 };
 
 static inline struct wg_port *wg_port_from_hop(struct rt_hop *hop)
@@ -52,14 +60,17 @@ void wg_port_put(struct wg_port *port);
 /* The NDP/ARP responder's view of a port configuration (defaults filled). */
 void wg_port_ndp_config(const struct port_config *cfg, struct ndp_port_config *ndp);
 
+/* The device's empty port table (dev->ports), before it starts: 0 or
+ * -ENOMEM. */
+int wg_ports_new(struct wg_device *dev);
 /* At device stop, before the workers stop: the vhost-user threads, with no
  * lock held (they take the device lock and wake the workers). Then, at
- * teardown with the write lock held, wg_ports_clear frees every port. */
+ * teardown with the write lock held, wg_ports_free frees every port and the
+ * table. */
 void wg_ports_halt_backends(struct wg_device *dev);
-void wg_ports_clear(struct wg_device *dev);
+void wg_ports_free(struct wg_device *dev);
 
-/* The device's VM ports (tun/port.h). Adds a port, checked with port_config_check
- * first: 0, -EEXIST (name or an address taken by another port), -EINVAL,
+/* Adds a VM port (port/config.h), checked with port_config_check first: 0, -EEXIST (name or an address taken by another port), -EINVAL,
  * -ENOSPC (PORT_MAX), or what opening the tap or vhost-user socket said. */
 int wg_device_port_add(struct wg_device *dev, const struct port_config *cfg);
 /* Removes a port by name. 0 or -ENOENT. */

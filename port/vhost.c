@@ -24,7 +24,7 @@ struct vhost_ctx {
 /* Workers re-read the rings they serve at their next batch. */
 static void rings_changed(struct wg_device *dev)
 {
-	atomic_fetch_add(&dev->ports_gen, 1);
+	atomic_fetch_add(&dev->ports->gen, 1);
 	wg_device_kick(dev, -1);
 }
 

@@ -19,7 +19,7 @@
  * the same way and never merges what it cannot fully verify. */
 #include "tun/offload.h"
 
-#include "tun/csum.h"
+#include "pkt/csum.h"
 
 #include <endian.h>
 #include <errno.h>

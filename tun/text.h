@@ -1,5 +1,5 @@
-/* Small pieces of the text forms weft parses (tun/port_text.c,
- * router/mesh_text.c): lines, "key=value", blanks, numbers. Bounded by
+/* Small pieces of the text forms weft parses (port/text.c,
+ * mesh/text.c): lines, "key=value", blanks, numbers. Bounded by
  * explicit lengths: nothing needs a NUL. */
 #ifndef WEFT_TUN_TEXT_H
 #define WEFT_TUN_TEXT_H

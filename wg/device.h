@@ -22,7 +22,6 @@
 #include <stdint.h>
 
 #include "router/table.h"
-#include "tun/port.h"
 #include "wg/config.h"
 #include "wg/cookie.h"
 #include "wg/handshake.h"
@@ -32,11 +31,11 @@
 #include "wg/socket.h"
 #include "wg/stats.h"
 
-struct wg_peer;
-struct wg_port;
+struct port_addr;
+struct port_table;
 struct wg_mesh;
+struct wg_peer;
 struct wg_worker;
-struct wg_attached;
 
 enum { WG_PEER_BUCKETS = 1 << 12 };
 
@@ -79,15 +78,12 @@ struct wg_device {
 	/* The forwarding table: prefix -> struct rt_hop, a peer (its allowed
 	 * IPs) or a VM port (its registered addresses). */
 	struct rt_table *allowed_ips;
-	struct wg_port *ports[PORT_MAX];     /* slots; NULL: free */
-	uint64_t port_seq;
-	_Atomic uint64_t ports_gen;          /* bumped on every port change */
+	struct port_table *ports;            /* port/ports.h; NULL: no ports */
 	uint16_t listen_port;
 	uint32_t fwmark;
 	struct wg_socket_set sockets;        /* a pair per worker; fds read lock-free */
 
-	struct wg_mesh *mesh;                /* mesh/mesh.h */
-	struct wg_attached *attached;        /* port/attached.h; NULL: none yet */
+	struct wg_mesh *mesh;                /* mesh/mesh.h; NULL: no mesh */
 
 	struct wg_index_table index;
 	struct wg_cookie_checker cookie_checker;

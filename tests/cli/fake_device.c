@@ -9,7 +9,7 @@
 
 #include "daemon/control.h"
 #include "port/ports.h"
-#include "router/mesh_text.h"
+#include "mesh/text.h"
 #include "wg/device.h"
 
 static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "mesh/mesh.h"
-#include "tun/port.h"
+#include "port/config.h"
 #include "wg/uapi.h"
 
 enum { FAKE_CAPACITY = 4 };

@@ -20,7 +20,7 @@
 
 #include <sodium.h>
 
-#include "router/mesh_text.h"
+#include "mesh/text.h"
 #include "tests/cli/fake_device.h"
 #include "wg/log.h"
 #include "wg/uapi.h"

@@ -1,4 +1,4 @@
-/* The text forms of the mesh (router/mesh_text.c): known answers for the
+/* The text forms of the mesh (mesh/text.c): known answers for the
  * CIDR and key forms, every vm-add/vm-del/mesh-set body key, the exact
  * mesh-show reply and its parse back; tables of malformed bodies, mesh
  * files and VM files with the errno, reason and line expected; the limits
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "router/mesh_text.h"
+#include "mesh/text.h"
 
 static int failures;
 

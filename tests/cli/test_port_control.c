@@ -20,7 +20,7 @@
 #include <sodium.h>
 
 #include "tests/cli/fake_device.h"
-#include "tun/port_text.h"
+#include "port/text.h"
 #include "wg/log.h"
 #include "wg/uapi.h"
 

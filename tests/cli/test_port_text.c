@@ -1,4 +1,4 @@
-/* The text forms of a VM port (tun/port_text.c) and port_config_check:
+/* The text forms of a VM port (port/text.c) and port_config_check:
  * known answers for every key of a request, a ports file and a port-list
  * reply; a table of malformed inputs with the reason (and line) expected;
  * round trips format -> parse over random valid configurations; and the
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tun/port_text.h"
+#include "port/text.h"
 
 static int failures;
 

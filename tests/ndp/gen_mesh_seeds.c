@@ -2,7 +2,7 @@
  * IPv6 packet as a tunnel opens it) with mesh_msg_build, a few messages of
  * every type. Not a test: run by hand when the wire format changes,
  *   build/tests/ndp/gen_mesh_seeds fuzz/corpus/fuzz_mesh_msg */
-#include "ndp/mesh_msg.h"
+#include "mesh/msg.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>

@@ -1,9 +1,9 @@
-/* Mesh discovery messages (ndp/mesh_msg.h) against packets written here
+/* Mesh discovery messages (mesh/msg.h) against packets written here
  * byte by byte, offsets spelled out as numbers (docs/mesh.md, "Wire
  * format"): every type parses to what was written and builds back to the
  * same bytes; every refusal reason comes from its own hand-broken packet;
  * trailing bytes are ignored; every truncation is refused. */
-#include "ndp/mesh_msg.h"
+#include "mesh/msg.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* Shared by the offload tests: a packet generator, a naive checksum that
  * adds one 16-bit word at a time (the reference the module is checked
- * against), and a CHECK macro. Built independently of tun/csum.c. */
+ * against), and a CHECK macro. Built independently of pkt/csum.c. */
 #ifndef WEFT_TESTS_OFFLOAD_TEST_H
 #define WEFT_TESTS_OFFLOAD_TEST_H
 

@@ -2,7 +2,7 @@
  * header) and against a naive one-word-at-a-time sum: random lengths and
  * alignments, sums chained in pieces, pseudo-headers, RFC 1624 updates. */
 #include "offload_test.h"
-#include "tun/csum.h"
+#include "pkt/csum.h"
 
 static void known_answers(void)
 {

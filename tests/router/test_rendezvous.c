@@ -1,9 +1,9 @@
-/* Rendezvous hashing (router/rendezvous.h) against a naive model written
- * here from the description in router/rendezvous.c, with its own SipHash-2-4
+/* Rendezvous hashing (mesh/rendezvous.h) against a naive model written
+ * here from the description in mesh/rendezvous.c, with its own SipHash-2-4
  * (checked on the reference vector of the SipHash paper): the weights agree
  * bit for bit; homes are spread evenly; removing a member moves only its
  * addresses; host bits past cidr do not matter; ties go to the lower index. */
-#include "router/rendezvous.h"
+#include "mesh/rendezvous.h"
 
 #include <stdio.h>
 #include <stdlib.h>

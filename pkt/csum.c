@@ -2,7 +2,7 @@
  * order; because 2^16, 2^32 and 2^48 are all 1 modulo 0xffff, adding whole
  * 64-bit loads and folding at the end gives the same one's-complement sum as
  * adding the words one by one (RFC 1071, section 2). */
-#include "tun/csum.h"
+#include "pkt/csum.h"
 
 #include <stdbool.h>
 #include <string.h>

@@ -7,8 +7,8 @@
  * This header holds what the control plane says about a port
  * (struct port_config, its text forms and its parser) and what it can read
  * back (struct port_counters). The runtime object lives with the device. */
-#ifndef WEFT_TUN_PORT_H
-#define WEFT_TUN_PORT_H
+#ifndef WEFT_PORT_CONFIG_H
+#define WEFT_PORT_CONFIG_H
 
 #include <net/if.h>
 #include <stdatomic.h>

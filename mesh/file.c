@@ -1,7 +1,7 @@
 /* weftd --mesh FILE: the mesh's mode and prefixes from a file, so a host
  * comes back into its mesh after a restart, and a reload moves it to a new
  * configuration without a restart (tunnels and ports untouched). */
-#include "daemon/mesh_file.h"
+#include "mesh/file.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "mesh/mesh.h"
-#include "router/mesh_text.h"
+#include "mesh/text.h"
 #include "wg/device.h"
 #include "wg/log.h"
 

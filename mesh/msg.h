@@ -18,8 +18,8 @@
  *
  * Pure functions: no I/O, no allocation. mesh_msg_parse is the entry point
  * of fuzz/fuzz_mesh_msg.c and of the data path (mesh/mesh.c). */
-#ifndef WEFT_NDP_MESH_MSG_H
-#define WEFT_NDP_MESH_MSG_H
+#ifndef WEFT_MESH_MSG_H
+#define WEFT_MESH_MSG_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -7,8 +7,8 @@
  * (family, cidr, masked address) under m's public key; the home is the
  * member with the highest weight (ties, which need equal keys, go to the
  * lower index). Pure; no allocation. */
-#ifndef WEFT_ROUTER_RENDEZVOUS_H
-#define WEFT_ROUTER_RENDEZVOUS_H
+#ifndef WEFT_MESH_RENDEZVOUS_H
+#define WEFT_MESH_RENDEZVOUS_H
 
 #include <stddef.h>
 #include <stdint.h>

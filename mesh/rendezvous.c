@@ -1,4 +1,4 @@
-/* Rendezvous hashing (router/rendezvous.h): which mesh member is the home
+/* Rendezvous hashing (mesh/rendezvous.h): which mesh member is the home
  * host of a VM address in unicast discovery mode. Every host must compute
  * bit for bit the same weights, so the hash input is fixed here:
  *
@@ -13,7 +13,7 @@
  * and removing one member reassigns only its own addresses (every other
  * weight is unchanged). Public keys are public, so this balances but does
  * not hide: anyone can compute a home, which is the point. */
-#include "router/rendezvous.h"
+#include "mesh/rendezvous.h"
 
 #include <endian.h>
 #include <string.h>

@@ -1,8 +1,8 @@
 /* The Internet checksum (RFC 1071, RFC 1624) for the offload code: a running
  * one's-complement sum that stays unfolded until the end, so that headers,
  * payload and a pseudo-header can be summed in separate pieces. */
-#ifndef WEFT_TUN_CSUM_H
-#define WEFT_TUN_CSUM_H
+#ifndef WEFT_PKT_CSUM_H
+#define WEFT_PKT_CSUM_H
 
 #include <endian.h>
 #include <stddef.h>

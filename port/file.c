@@ -1,7 +1,7 @@
 /* weftd --ports FILE, at start and on reload: the plan of `weft port load`
- * (tun/port_text.c) applied in the daemon, limited to the ports the file
+ * (port/text.c) applied in the daemon, limited to the ports the file
  * owns so that a reload never removes a port someone added by hand. */
-#include "daemon/ports_file.h"
+#include "port/file.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "port/ports.h"
-#include "tun/port_text.h"
+#include "port/text.h"
 #include "wg/device.h"
 #include "wg/log.h"
 

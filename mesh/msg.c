@@ -1,8 +1,8 @@
-/* Mesh discovery messages (ndp/mesh_msg.h, docs/mesh.md): the parser the
+/* Mesh discovery messages (mesh/msg.h, docs/mesh.md): the parser the
  * data path runs on every mesh packet a tunnel opens, and the builder of
  * what the mesh thread sends. One validator of the host-order form serves
  * both, so the builder writes exactly what the parser takes. */
-#include "ndp/mesh_msg.h"
+#include "mesh/msg.h"
 
 #include <endian.h>
 #include <string.h>

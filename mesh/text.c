@@ -7,7 +7,7 @@
  * from disk; all are untrusted. Parsers read exactly [text, text+len),
  * copy a value only after checking its length, and bound every count
  * (addresses, prefixes, ports, routes) before it grows anything. */
-#include "router/mesh_text.h"
+#include "mesh/text.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

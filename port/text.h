@@ -6,13 +6,13 @@
  * Every parser takes untrusted text with its length (no NUL needed), never
  * reads past it, and on success hands back configurations that passed
  * port_config_check. Reasons (*why) are static strings. */
-#ifndef WEFT_TUN_PORT_TEXT_H
-#define WEFT_TUN_PORT_TEXT_H
+#ifndef WEFT_PORT_TEXT_H
+#define WEFT_PORT_TEXT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "tun/port.h"
+#include "port/config.h"
 
 enum {
 	PORT_TEXT_MAX_FILE = 1024 * 1024, /* bytes in a ports file */

@@ -2,7 +2,7 @@
  * port_config_check also passes the NDP responder's ndp_port_config_check
  * once mapped to it, so adding a port fails here, with a reason, rather
  * than deep in the device. */
-#include "tun/port.h"
+#include "port/config.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -1,7 +1,7 @@
 /* The mesh file of `weftd --mesh FILE` ([Mesh] with Mode and Prefix, as
- * router/mesh_text.h reads it): applied at start and again on reload. */
-#ifndef WEFT_DAEMON_MESH_FILE_H
-#define WEFT_DAEMON_MESH_FILE_H
+ * mesh/text.h reads it): applied at start and again on reload. */
+#ifndef WEFT_MESH_FILE_H
+#define WEFT_MESH_FILE_H
 
 #include <stddef.h>
 

@@ -7,15 +7,15 @@
  * reads past it, and checks every value before it hands anything back.
  * Reasons (*why) are static strings. This module uses mesh/mesh.h for its
  * structs only; it links against nothing of weft. */
-#ifndef WEFT_ROUTER_MESH_TEXT_H
-#define WEFT_ROUTER_MESH_TEXT_H
+#ifndef WEFT_MESH_TEXT_H
+#define WEFT_MESH_TEXT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "mesh/mesh.h"
-#include "tun/port.h"
+#include "port/config.h"
 
 enum {
 	MESH_TEXT_MAX_FILE = 1024 * 1024,  /* bytes in a VM or mesh file */

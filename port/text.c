@@ -8,7 +8,7 @@
  * addresses, ports) before it grows anything, and hand back only
  * configurations port_config_check accepted. One table of keys serves all
  * three forms, so they cannot drift apart. */
-#include "tun/port_text.h"
+#include "port/text.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
  * own lengths are checked against the frame, never trusted to match it; a
  * source address is accepted only when it lies in a prefix registered to the
  * port. Every refusal names its drop reason; a refused frame is not touched. */
-#include "router/frame.h"
+#include "port/frame.h"
 
 #include <arpa/inet.h>
 #include <string.h>

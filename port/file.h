@@ -1,12 +1,12 @@
 /* The ports file of `weftd --ports FILE`: applied at start, and again on
  * every reload (SIGHUP, `systemctl reload`) without touching what did not
  * change, so tunnels and unchanged ports keep running. */
-#ifndef WEFT_DAEMON_PORTS_FILE_H
-#define WEFT_DAEMON_PORTS_FILE_H
+#ifndef WEFT_PORT_FILE_H
+#define WEFT_PORT_FILE_H
 
 #include <stddef.h>
 
-#include "tun/port.h"
+#include "port/config.h"
 
 struct wg_device;
 

@@ -3,14 +3,14 @@
  * which are dropped, and why. Pure: no I/O, no allocation; the only write is
  * the TTL / hop-limit decrement of a packet that will be routed. This is the
  * "inner classification and source check" entry point of the fuzzers. */
-#ifndef WEFT_ROUTER_FRAME_H
-#define WEFT_ROUTER_FRAME_H
+#ifndef WEFT_PORT_FRAME_H
+#define WEFT_PORT_FRAME_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tun/port.h"
+#include "port/config.h"
 
 enum {
 	FRAME_ETH_HLEN = 14,
