@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mesh/types.h"
 #include "router/hop.h"
 #include "port/config.h"
 #include "wg/packet.h"
@@ -29,41 +30,6 @@ struct wg_device;
 struct wg_peer;
 struct wg_pkt;
 struct wg_tx;
-
-enum wg_mesh_mode {
-	WG_MESH_OFF = 0,
-	WG_MESH_UNICAST = 1,
-	WG_MESH_MULTICAST = 2,
-};
-
-enum { WG_MESH_MAX_PREFIXES = 8 };
-
-struct wg_mesh_config {
-	enum wg_mesh_mode mode;
-	struct port_addr prefixes[WG_MESH_MAX_PREFIXES]; /* the VM address space */
-	size_t n_prefixes;
-};
-
-/* X(name): every mesh counter. */
-#define WG_MESH_COUNTERS(X)                                                               \
-	X(solicit_sent) X(solicit_received) X(advert_sent) X(advert_received)          \
-	X(announce_sent) X(announce_received) X(not_here_sent) X(not_here_received)    \
-	X(moved_sent) X(moved_received) X(malformed)                \
-	X(lookups) /* misses that started a discovery */                                  \
-	X(resolved) X(negative) /* answers that said nobody, or timeouts */               \
-	X(discoveries) X(discovery_ns) /* lookups answered, and their total time */      \
-	X(queued) X(flushed) X(queue_dropped) /* pending packets */                       \
-	X(forwarded) /* packets for an address that moved away, sent on */                \
-	X(held) X(verified) X(spoofed) /* sources checked with a re-resolve */            \
-	X(rate_limited)
-
-struct wg_mesh_stats {
-#define WG_MESH_FIELD(name) uint64_t name;
-	WG_MESH_COUNTERS(WG_MESH_FIELD)
-#undef WG_MESH_FIELD
-	uint64_t locations;  /* learned locations in the table */
-	uint64_t pending;    /* destinations being resolved */
-};
 
 /* What this host knows about one mesh address: the record of the mesh
  * thread, and, while it says where the address is (or that it is nowhere),
@@ -123,16 +89,7 @@ int wg_mesh_vm_add(struct wg_device *dev, const char *port, const struct port_ad
  * (an address is registered nowhere; nothing changed). */
 int wg_mesh_vm_del(struct wg_device *dev, const struct port_addr *addrs, size_t n);
 
-/* Learned locations, for listing: a malloc'd array of at most max, in no
- * particular order; holder all zero when negative. */
-struct wg_mesh_route {
-	int family;
-	uint8_t cidr;
-	uint8_t addr[16];
-	uint8_t holder[32];
-	bool negative;
-	uint64_t seq;
-};
+/* Learned locations, for listing (struct wg_mesh_route, mesh/types.h). */
 int wg_mesh_routes(struct wg_device *dev, struct wg_mesh_route **out, size_t *n, size_t max);
 
 /* The data path's side (workers, device lock held shared). */

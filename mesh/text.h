@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mesh/mesh.h"
+#include "mesh/types.h"
 #include "port/config.h"
 
 enum {
