@@ -370,46 +370,37 @@ int mesh_text_format_show(const struct wg_mesh_config *cfg, const struct wg_mesh
 {
 	const char *mode = mesh_text_mode_name(cfg->mode);
 	char s[MESH_TEXT_ADDR_LEN];
+	struct text_buf b = { 0 };
 	struct port_addr a;
-	FILE *f;
 
-	*out = NULL;
-	*len = 0;
-	f = open_memstream(out, len);
-	if (!f)
-		return -ENOMEM;
-	fprintf(f, "mode=%s\n", mode ? mode : "off");
+	text_buf_printf(&b, "mode=%s\n", mode ? mode : "off");
 	for (size_t i = 0; i < cfg->n_prefixes && i < WG_MESH_MAX_PREFIXES; i++) {
 		mesh_text_addr(&cfg->prefixes[i], s);
-		fprintf(f, "prefix=%s\n", s);
+		text_buf_printf(&b, "prefix=%s\n", s);
 	}
 	for (size_t i = 0; i < mesh_text_n_counters; i++)
-		fprintf(f, "%s=%llu\n", mesh_text_counters[i].key,
-			(unsigned long long)*counter_at((struct wg_mesh_stats *)st, i));
-	fprintf(f, "routes_truncated=%s\n", truncated ? "true" : "false");
+		text_buf_printf(&b, "%s=%llu\n", mesh_text_counters[i].key,
+				(unsigned long long)*counter_at((struct wg_mesh_stats *)st, i));
+	text_buf_printf(&b, "routes_truncated=%s\n", truncated ? "true" : "false");
 	for (size_t i = 0; i < n; i++) {
 		memset(&a, 0, sizeof(a));
 		a.family = routes[i].family;
 		a.cidr = routes[i].cidr;
 		memcpy(a.addr, routes[i].addr, 16);
 		mesh_text_addr(&a, s);
-		fprintf(f, "route=%s\n", s);
+		text_buf_printf(&b, "route=%s\n", s);
 		if (!routes[i].negative) {
-			fputs("holder=", f);
+			text_buf_add(&b, "holder=", 7);
 			for (size_t k = 0; k < 32; k++)
-				fprintf(f, "%02x", routes[i].holder[k]);
-			fputc('\n', f);
+				text_buf_printf(&b, "%02x", routes[i].holder[k]);
+			text_buf_add(&b, "\n", 1);
 		}
-		fprintf(f, "negative=%s\nseq=%llu\n", routes[i].negative ? "true" : "false",
-			(unsigned long long)routes[i].seq);
+		text_buf_printf(&b, "negative=%s\nseq=%llu\n", routes[i].negative ? "true" : "false",
+				(unsigned long long)routes[i].seq);
 	}
-	if (fclose(f)) {
-		free(*out);
-		*out = NULL;
-		*len = 0;
-		return -ENOMEM;
-	}
-	return 0;
+	*out = NULL;
+	*len = 0;
+	return text_buf_finish(&b, out, len);
 }
 
 static int find_counter(const char *k, size_t kn)

@@ -20,64 +20,6 @@
 
 #include "tun/text.h"
 
-/* ---- output buffers ---------------------------------------------------- */
-
-struct buf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-__attribute__((format(printf, 2, 3)))
-static void buf_printf(struct buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	size_t need, cap;
-	char *p;
-	int n;
-
-	if (b->oom)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0) {
-		b->oom = true;
-		return;
-	}
-	need = b->len + (size_t)n + 1;
-	if (need > b->cap) {
-		cap = b->cap ? b->cap : 512;
-		while (cap < need)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (!p) {
-			b->oom = true;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	va_start(ap, fmt);
-	vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
-}
-
-/* Hands the text over NUL-terminated, or frees it after a failed allocation. */
-static int buf_finish(struct buf *b, char **out, size_t *len)
-{
-	if (!b->p && !b->oom)
-		buf_printf(b, "%s", "");
-	if (b->oom) {
-		free(b->p);
-		return -ENOMEM;
-	}
-	*out = b->p;
-	*len = b->len;
-	return 0;
-}
-
 /* ---- values ------------------------------------------------------------ */
 
 static bool copy_cstr(char *dst, size_t cap, const char *v, size_t n)
@@ -448,44 +390,44 @@ int port_text_parse_name(const char *text, size_t len, char name[PORT_NAME_MAX],
 }
 
 /* The lines of cfg, the first one "first=NAME". */
-static void format_config(struct buf *b, const struct port_config *c, const char *first)
+static void format_config(struct text_buf *b, const struct port_config *c, const char *first)
 {
 	char s[PORT_TEXT_ADDR_LEN];
 
-	buf_printf(b, "%s=%s\n", first, c->name);
-	buf_printf(b, "type=%s\n", port_text_type_name(c->type) ? port_text_type_name(c->type) : "");
+	text_buf_printf(b, "%s=%s\n", first, c->name);
+	text_buf_printf(b, "type=%s\n", port_text_type_name(c->type) ? port_text_type_name(c->type) : "");
 	if (c->type == PORT_VHOST_USER) {
-		buf_printf(b, "path=%s\n", c->path);
-		buf_printf(b, "mode=%s\n", c->server ? "server" : "client");
+		text_buf_printf(b, "path=%s\n", c->path);
+		text_buf_printf(b, "mode=%s\n", c->server ? "server" : "client");
 	}
 	port_text_mac(c->vm_mac, s);
-	buf_printf(b, "mac=%s\n", s);
+	text_buf_printf(b, "mac=%s\n", s);
 	if (c->has_router_mac) {
 		port_text_mac(c->router_mac, s);
-		buf_printf(b, "router_mac=%s\n", s);
+		text_buf_printf(b, "router_mac=%s\n", s);
 	}
 	if (c->has_gateway4) {
 		inet_ntop(AF_INET, c->gateway4, s, sizeof(s));
-		buf_printf(b, "gateway4=%s\n", s);
+		text_buf_printf(b, "gateway4=%s\n", s);
 	}
 	for (size_t i = 0; i < c->n_addrs && i < PORT_MAX_ADDRS; i++) {
 		port_text_addr(&c->addrs[i], s);
-		buf_printf(b, "address=%s\n", s);
+		text_buf_printf(b, "address=%s\n", s);
 	}
 	for (size_t i = 0; i < c->n_prefixes && i < PORT_MAX_PREFIXES; i++) {
 		port_text_prefix(&c->prefixes[i], s);
-		buf_printf(b, "prefix=%s\n", s);
+		text_buf_printf(b, "prefix=%s\n", s);
 	}
 	if (c->mtu)
-		buf_printf(b, "mtu=%u\n", c->mtu);
+		text_buf_printf(b, "mtu=%u\n", c->mtu);
 }
 
 int port_text_format_request(const struct port_config *cfg, char **out, size_t *len)
 {
-	struct buf b = { 0 };
+	struct text_buf b = { 0 };
 
 	format_config(&b, cfg, "name");
-	return buf_finish(&b, out, len);
+	return text_buf_finish(&b, out, len);
 }
 
 /* ---- port-list replies ------------------------------------------------- */
@@ -497,19 +439,19 @@ static uint64_t *counter_at(struct port_info *p, size_t i)
 
 int port_text_format_info(const struct port_info *ports, size_t n, char **out, size_t *len)
 {
-	struct buf b = { 0 };
+	struct text_buf b = { 0 };
 
 	for (size_t i = 0; i < n; i++) {
 		struct port_info p = ports[i];
 
 		port_text_normalize(&p.cfg);
 		format_config(&b, &p.cfg, "port");
-		buf_printf(&b, "connected=%s\n", p.connected ? "true" : "false");
+		text_buf_printf(&b, "connected=%s\n", p.connected ? "true" : "false");
 		for (size_t k = 0; k < port_text_n_counters; k++)
-			buf_printf(&b, "%s=%llu\n", port_text_counters[k].key,
+			text_buf_printf(&b, "%s=%llu\n", port_text_counters[k].key,
 				   (unsigned long long)*counter_at(&p, k));
 	}
-	return buf_finish(&b, out, len);
+	return text_buf_finish(&b, out, len);
 }
 
 static int find_counter(const char *k, size_t n)
@@ -793,41 +735,41 @@ fail:
 
 int port_text_format_file(const struct port_config *cfgs, size_t n, char **out, size_t *len)
 {
-	struct buf b = { 0 };
+	struct text_buf b = { 0 };
 	char s[PORT_TEXT_ADDR_LEN];
 
 	for (size_t i = 0; i < n; i++) {
 		const struct port_config *c = &cfgs[i];
 
-		buf_printf(&b, "%s[Port]\nName = %s\nType = %s\n", i ? "\n" : "", c->name,
+		text_buf_printf(&b, "%s[Port]\nName = %s\nType = %s\n", i ? "\n" : "", c->name,
 			   port_text_type_name(c->type) ? port_text_type_name(c->type) : "");
 		if (c->type == PORT_VHOST_USER)
-			buf_printf(&b, "Path = %s\nMode = %s\n", c->path,
+			text_buf_printf(&b, "Path = %s\nMode = %s\n", c->path,
 				   c->server ? "server" : "client");
 		port_text_mac(c->vm_mac, s);
-		buf_printf(&b, "MAC = %s\n", s);
+		text_buf_printf(&b, "MAC = %s\n", s);
 		if (c->has_router_mac) {
 			port_text_mac(c->router_mac, s);
-			buf_printf(&b, "RouterMAC = %s\n", s);
+			text_buf_printf(&b, "RouterMAC = %s\n", s);
 		}
 		if (c->has_gateway4) {
 			inet_ntop(AF_INET, c->gateway4, s, sizeof(s));
-			buf_printf(&b, "Gateway4 = %s\n", s);
+			text_buf_printf(&b, "Gateway4 = %s\n", s);
 		}
 		for (size_t k = 0; k < c->n_addrs && k < PORT_MAX_ADDRS; k++) {
 			port_text_addr(&c->addrs[k], s);
-			buf_printf(&b, "%s%s", k ? ", " : "Address = ", s);
+			text_buf_printf(&b, "%s%s", k ? ", " : "Address = ", s);
 		}
-		buf_printf(&b, "%s", c->n_addrs ? "\n" : "");
+		text_buf_printf(&b, "%s", c->n_addrs ? "\n" : "");
 		for (size_t k = 0; k < c->n_prefixes && k < PORT_MAX_PREFIXES; k++) {
 			port_text_prefix(&c->prefixes[k], s);
-			buf_printf(&b, "%s%s", k ? ", " : "Prefix = ", s);
+			text_buf_printf(&b, "%s%s", k ? ", " : "Prefix = ", s);
 		}
-		buf_printf(&b, "%s", c->n_prefixes ? "\n" : "");
+		text_buf_printf(&b, "%s", c->n_prefixes ? "\n" : "");
 		if (c->mtu)
-			buf_printf(&b, "MTU = %u\n", c->mtu);
+			text_buf_printf(&b, "MTU = %u\n", c->mtu);
 	}
-	return buf_finish(&b, out, len);
+	return text_buf_finish(&b, out, len);
 }
 
 /* ---- comparing and planning -------------------------------------------- */

@@ -1,6 +1,7 @@
-/* Small pieces of the text forms weft parses (port/text.c,
- * mesh/text.c): lines, "key=value", blanks, numbers. Bounded by
- * explicit lengths: nothing needs a NUL. */
+/* Small pieces of the text forms weft parses and writes (wg/uapi.c,
+ * port/text.c, mesh/text.c): lines, "key=value", blanks, numbers, each
+ * bounded by an explicit length (nothing needs a NUL), and the one buffer
+ * replies and files are built in. */
 #ifndef WEFT_TUN_TEXT_H
 #define WEFT_TUN_TEXT_H
 
@@ -21,5 +22,21 @@ void text_trim(const char **s, size_t *n);
 bool text_parse_u64(const char *v, size_t n, uint64_t max, uint64_t *out);
 /* The value of a hex digit, or -1. */
 int text_hexval(char c);
+
+/* A growing text buffer, zero-initialised. Growing it wipes the old copy,
+ * and text_buf_free wipes it, since a reply may hold a private key. After a
+ * failed allocation it ignores appends, and text_buf_finish says -ENOMEM. */
+struct text_buf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+void text_buf_add(struct text_buf *b, const void *s, size_t n);
+__attribute__((format(printf, 2, 3)))
+void text_buf_printf(struct text_buf *b, const char *fmt, ...);
+/* Hands the text over, NUL-terminated (not counted in *len): 0, or
+ * -ENOMEM (then the buffer is freed). */
+int text_buf_finish(struct text_buf *b, char **out, size_t *len);
+void text_buf_free(struct text_buf *b);
 
 #endif

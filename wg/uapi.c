@@ -29,6 +29,7 @@
 
 #include <sodium.h>
 
+#include "tun/text.h"
 #include "wg/log.h"
 
 /* wireguard-go's ipcError* codes (ipc/uapi_unix.go): negative errno values. */
@@ -476,80 +477,15 @@ int wg_uapi_parse_set(const uint8_t *data, size_t len, struct wg_device_config *
 
 /* ---- get replies ------------------------------------------------------- */
 
-/* A growing text buffer that may hold a private key: every move wipes the old
- * copy. After a failed allocation it ignores appends and reports it once. */
-struct text {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static bool text_reserve(struct text *t, size_t extra)
-{
-	size_t cap = t->cap ? t->cap : 1024;
-	char *p;
-
-	if (t->oom)
-		return false;
-	if (t->len + extra <= t->cap)
-		return true;
-	while (cap < t->len + extra)
-		cap *= 2;
-	p = malloc(cap);
-	if (!p) {
-		t->oom = true;
-		return false;
-	}
-	if (t->p) {
-		memcpy(p, t->p, t->len);
-		sodium_memzero(t->p, t->cap);
-		free(t->p);
-	}
-	t->p = p;
-	t->cap = cap;
-	return true;
-}
-
-static void text_free(struct text *t)
-{
-	if (t->p) {
-		sodium_memzero(t->p, t->cap);
-		free(t->p);
-	}
-	memset(t, 0, sizeof(*t));
-}
-
-static void text_add(struct text *t, const void *s, size_t n)
-{
-	if (!text_reserve(t, n))
-		return;
-	memcpy(t->p + t->len, s, n);
-	t->len += n;
-}
-
-__attribute__((format(printf, 2, 3)))
-static void text_printf(struct text *t, const char *fmt, ...)
-{
-	char line[256];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		text_add(t, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
-}
-
-static void text_key(struct text *t, const char *name, const uint8_t key[WG_KEY_LEN])
+static void text_key(struct text_buf *t, const char *name, const uint8_t key[WG_KEY_LEN])
 {
 	static const char hex[] = "0123456789abcdef";
+	char line[32 + 1 + KEY_HEX_LEN + 1];
 	size_t nl = strlen(name), i;
-	char *o;
+	char *o = line;
 
-	if (!text_reserve(t, nl + 1 + KEY_HEX_LEN + 1))
+	if (nl > 32)
 		return;
-	o = t->p + t->len;
 	memcpy(o, name, nl);
 	o += nl;
 	*o++ = '=';
@@ -558,7 +494,8 @@ static void text_key(struct text *t, const char *name, const uint8_t key[WG_KEY_
 		*o++ = hex[key[i] & 0xf];
 	}
 	*o++ = '\n';
-	t->len = (size_t)(o - t->p);
+	text_buf_add(t, line, (size_t)(o - line));
+	sodium_memzero(line, sizeof(line));
 }
 
 /* netip.Addr.String for IPv6: RFC 5952 (longest run of two or more zero
@@ -600,82 +537,75 @@ static void format_v6(char out[INET6_ADDRSTRLEN], const uint8_t a[16])
 	*o = '\0';
 }
 
-static void text_endpoint(struct text *t, const union wg_sockaddr *ep)
+static void text_endpoint(struct text_buf *t, const union wg_sockaddr *ep)
 {
 	char addr[INET6_ADDRSTRLEN], zone[IF_NAMESIZE];
 	const uint8_t *b;
 
 	if (ep->sa.sa_family == AF_INET) {
 		b = (const uint8_t *)&ep->in4.sin_addr;
-		text_printf(t, "endpoint=%u.%u.%u.%u:%u\n", b[0], b[1], b[2], b[3],
+		text_buf_printf(t, "endpoint=%u.%u.%u.%u:%u\n", b[0], b[1], b[2], b[3],
 			    ntohs(ep->in4.sin_port));
 	} else if (ep->sa.sa_family == AF_INET6) {
 		format_v6(addr, ep->in6.sin6_addr.s6_addr);
 		if (!ep->in6.sin6_scope_id) {
-			text_printf(t, "endpoint=[%s]:%u\n", addr, ntohs(ep->in6.sin6_port));
+			text_buf_printf(t, "endpoint=[%s]:%u\n", addr, ntohs(ep->in6.sin6_port));
 		} else if (if_indextoname(ep->in6.sin6_scope_id, zone)) {
 			/* Named like the kernel's getnameinfo does; wg reads both. */
-			text_printf(t, "endpoint=[%s%%%s]:%u\n", addr, zone, ntohs(ep->in6.sin6_port));
+			text_buf_printf(t, "endpoint=[%s%%%s]:%u\n", addr, zone, ntohs(ep->in6.sin6_port));
 		} else {
-			text_printf(t, "endpoint=[%s%%%u]:%u\n", addr, ep->in6.sin6_scope_id,
+			text_buf_printf(t, "endpoint=[%s%%%u]:%u\n", addr, ep->in6.sin6_scope_id,
 				    ntohs(ep->in6.sin6_port));
 		}
 	}
 }
 
-static void text_allowed_ip(struct text *t, const struct wg_allowed_ip *ip)
+static void text_allowed_ip(struct text_buf *t, const struct wg_allowed_ip *ip)
 {
 	char addr[INET6_ADDRSTRLEN];
 	const uint8_t *b = ip->addr.bytes;
 	const char *sign = ip->remove ? "-" : "";
 
 	if (ip->family == AF_INET) {
-		text_printf(t, "allowed_ip=%s%u.%u.%u.%u/%u\n", sign, b[0], b[1], b[2], b[3], ip->cidr);
+		text_buf_printf(t, "allowed_ip=%s%u.%u.%u.%u/%u\n", sign, b[0], b[1], b[2], b[3], ip->cidr);
 	} else if (ip->family == AF_INET6) {
 		format_v6(addr, b);
-		text_printf(t, "allowed_ip=%s%s/%u\n", sign, addr, ip->cidr);
+		text_buf_printf(t, "allowed_ip=%s%s/%u\n", sign, addr, ip->cidr);
 	}
 }
 
 int wg_uapi_format_get(const struct wg_device_config *cfg, char **out, size_t *out_len)
 {
 	const struct wg_peer_config *peer;
-	struct text t = { 0 };
+	struct text_buf t = { 0 };
 	size_t i, j;
 
 	/* Order and conditions as IpcGetOperation. */
 	if (!sodium_is_zero(cfg->private_key, WG_KEY_LEN))
 		text_key(&t, "private_key", cfg->private_key);
 	if (cfg->listen_port)
-		text_printf(&t, "listen_port=%u\n", cfg->listen_port);
+		text_buf_printf(&t, "listen_port=%u\n", cfg->listen_port);
 	if (cfg->fwmark)
-		text_printf(&t, "fwmark=%u\n", cfg->fwmark);
+		text_buf_printf(&t, "fwmark=%u\n", cfg->fwmark);
 	for (i = 0; i < cfg->n_peers; i++) {
 		peer = &cfg->peers[i];
 		text_key(&t, "public_key", peer->public_key);
 		text_key(&t, "preshared_key", peer->preshared_key);
-		text_printf(&t, "protocol_version=1\n");
+		text_buf_printf(&t, "protocol_version=1\n");
 		if (peer->has_endpoint)
 			text_endpoint(&t, &peer->endpoint);
-		text_printf(&t, "last_handshake_time_sec=%llu\n",
+		text_buf_printf(&t, "last_handshake_time_sec=%llu\n",
 			    (unsigned long long)peer->last_handshake_sec);
-		text_printf(&t, "last_handshake_time_nsec=%llu\n",
+		text_buf_printf(&t, "last_handshake_time_nsec=%llu\n",
 			    (unsigned long long)peer->last_handshake_nsec);
-		text_printf(&t, "tx_bytes=%llu\n", (unsigned long long)peer->tx_bytes);
-		text_printf(&t, "rx_bytes=%llu\n", (unsigned long long)peer->rx_bytes);
-		text_printf(&t, "persistent_keepalive_interval=%u\n", peer->persistent_keepalive);
+		text_buf_printf(&t, "tx_bytes=%llu\n", (unsigned long long)peer->tx_bytes);
+		text_buf_printf(&t, "rx_bytes=%llu\n", (unsigned long long)peer->rx_bytes);
+		text_buf_printf(&t, "persistent_keepalive_interval=%u\n", peer->persistent_keepalive);
 		for (j = 0; j < peer->n_allowed_ips; j++)
 			text_allowed_ip(&t, &peer->allowed_ips[j]);
 	}
-	/* NUL-terminated for the caller's convenience; the NUL is not counted. */
-	text_add(&t, "errno=0\n\n", 10);
-	if (t.oom) {
-		text_free(&t);
-		return -ENOMEM;
-	}
-	*out = t.p;
-	*out_len = t.len - 1;
-	return 0;
+	text_buf_add(&t, "errno=0\n\n", 9);
+	return text_buf_finish(&t, out, out_len);
 }
 
 /* ---- the socket server ------------------------------------------------- */
@@ -875,7 +805,7 @@ static int serve_stats(struct wg_uapi_server *s, struct conn *c)
 /* Collects a request's key=value lines up to the empty line (or EOF, which
  * ends it as bufio.Scanner does; *eof then says so) into body, at most max
  * bytes. 0, -EIO (the connection broke), -E2BIG or -ENOMEM. */
-static int read_body(struct conn *c, size_t max, struct text *body, bool *eof)
+static int read_body(struct conn *c, size_t max, struct text_buf *body, bool *eof)
 {
 	for (;;) {
 		int n = conn_read_line(c);
@@ -890,7 +820,7 @@ static int read_body(struct conn *c, size_t max, struct text *body, bool *eof)
 			return -E2BIG;
 		if ((n == 1 && c->line[0] == '\n') || (n == 2 && !memcmp(c->line, "\r\n", 2)))
 			return 0;
-		text_add(body, c->line, (size_t)n);
+		text_buf_add(body, c->line, (size_t)n);
 		if (body->oom)
 			return -ENOMEM;
 	}
@@ -899,7 +829,7 @@ static int read_body(struct conn *c, size_t max, struct text *body, bool *eof)
 static int serve_set(struct wg_uapi_server *s, struct conn *c)
 {
 	struct wg_device_config cfg;
-	struct text body = { 0 };
+	struct text_buf body = { 0 };
 	const char *why = NULL;
 	bool eof = false;
 	int n, ret;
@@ -934,7 +864,7 @@ static int serve_set(struct wg_uapi_server *s, struct conn *c)
 	if (eof)
 		ret = -1;
 out:
-	text_free(&body);
+	text_buf_free(&body);
 	return ret;
 }
 
@@ -966,7 +896,7 @@ static int serve_command(struct wg_uapi_server *s, struct conn *c)
 {
 	char verb[WG_UAPI_MAX_VERB + 1], *reply = NULL;
 	const char *nl = memchr(c->line, '\n', sizeof(c->line));
-	struct text body = { 0 };
+	struct text_buf body = { 0 };
 	size_t reply_len = 0;
 	bool eof = false;
 	int n, ret;
@@ -979,7 +909,7 @@ static int serve_command(struct wg_uapi_server *s, struct conn *c)
 		log_error("weft=%s: request too large", verb);
 	/* NUL-terminated for the handler's convenience, not counted. */
 	if (!n)
-		text_add(&body, "", 1);
+		text_buf_add(&body, "", 1);
 	if (n || body.oom) {
 		if (n != -EIO)
 			send_errno(c->fd, n == -E2BIG ? E2BIG : ENOMEM);
@@ -1001,7 +931,7 @@ static int serve_command(struct wg_uapi_server *s, struct conn *c)
 		n = send_errno(c->fd, ret);
 	ret = n || eof ? -1 : 0;
 out:
-	text_free(&body);
+	text_buf_free(&body);
 	return ret;
 }
 
