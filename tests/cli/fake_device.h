@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "daemon/uapi_server.h"
 #include "mesh/mesh.h"
 #include "port/config.h"
 #include "wg/uapi.h"

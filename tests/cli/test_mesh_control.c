@@ -20,6 +20,7 @@
 
 #include <sodium.h>
 
+#include "daemon/uapi_server.h"
 #include "mesh/text.h"
 #include "tests/cli/fake_device.h"
 #include "wg/log.h"

@@ -19,8 +19,9 @@
 
 #include <sodium.h>
 
-#include "tests/cli/fake_device.h"
+#include "daemon/uapi_server.h"
 #include "port/text.h"
+#include "tests/cli/fake_device.h"
 #include "wg/log.h"
 #include "wg/uapi.h"
 

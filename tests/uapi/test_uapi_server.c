@@ -17,6 +17,7 @@
 
 #include <sodium.h>
 
+#include "daemon/uapi_server.h"
 #include "wg/uapi.h"
 
 #define CHECK(cond)                                                                 \
