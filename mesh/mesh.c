@@ -53,189 +53,6 @@ bool mesh_rate_take(struct rate *r, uint64_t now)
 	return true;
 }
 
-size_t mesh_addr_len(int family)
-{
-	return family == AF_INET ? 4 : 16;
-}
-
-static bool prefix_contains(const struct port_addr *p, int family, const uint8_t *addr)
-{
-	uint8_t bits = p->cidr, i = 0;
-
-	if (p->family != family)
-		return false;
-	for (; bits >= 8; bits -= 8, i++)
-		if (p->addr[i] != addr[i])
-			return false;
-	return !bits || !((p->addr[i] ^ addr[i]) & (uint8_t)(0xff << (8 - bits)));
-}
-
-static bool in_mesh(const struct wg_mesh *m, int family, const uint8_t *addr)
-{
-	for (size_t i = 0; i < m->cfg.n_prefixes; i++)
-		if (prefix_contains(&m->cfg.prefixes[i], family, addr))
-			return true;
-	return false;
-}
-
-/* The record table. */
-
-static size_t loc_hash(const struct wg_mesh *m, int family, const uint8_t *addr, uint8_t cidr)
-{
-	uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)family ^ ((uint64_t)cidr << 8);
-
-	for (size_t i = 0; i < mesh_addr_len(family); i++)
-		h = (h ^ addr[i]) * 0x100000001b3ull;
-	return (size_t)(h ^ h >> 29) & (m->n_buckets - 1);
-}
-
-static struct mesh_loc *loc_find(struct wg_mesh *m, int family, const uint8_t *addr, uint8_t cidr)
-{
-	if (!m->n_buckets)
-		return NULL;
-	for (struct mesh_loc *l = m->buckets[loc_hash(m, family, addr, cidr)]; l; l = l->hash_next)
-		if (l->family == family && l->cidr == cidr && !memcmp(l->addr, addr, mesh_addr_len(family)))
-			return l;
-	return NULL;
-}
-
-static void buckets_grow(struct wg_mesh *m)
-{
-	size_t n = m->n_buckets ? m->n_buckets * 2 : BUCKETS_MIN, old_n = m->n_buckets;
-	struct mesh_loc **nb = calloc(n, sizeof(*nb)), **old = m->buckets;
-
-	if (!nb)
-		return; /* chains get longer, nothing breaks */
-	m->buckets = nb;
-	m->n_buckets = n;
-	for (size_t i = 0; i < old_n; i++) {
-		while (old[i]) {
-			struct mesh_loc *l = old[i];
-			size_t b = loc_hash(m, l->family, l->addr, l->cidr);
-
-			old[i] = l->hash_next;
-			l->hash_next = nb[b];
-			nb[b] = l;
-		}
-	}
-	free(old);
-}
-
-struct mesh_loc *mesh_loc_get(struct wg_mesh *m, int family, const uint8_t *addr, uint8_t cidr)
-{
-	struct mesh_loc *l = loc_find(m, family, addr, cidr);
-	size_t b;
-
-	if (l)
-		return l;
-	if (m->n_locs >= m->n_buckets)
-		buckets_grow(m);
-	if (!m->n_buckets || !(l = calloc(1, sizeof(*l))))
-		return NULL;
-	l->hop.kind = RT_HOP_REMOTE;
-	l->family = family;
-	l->cidr = cidr;
-	memcpy(l->addr, addr, mesh_addr_len(family));
-	b = loc_hash(m, family, addr, cidr);
-	l->hash_next = m->buckets[b];
-	m->buckets[b] = l;
-	m->n_locs++;
-	return l;
-}
-
-void mesh_timed_add(struct wg_mesh *m, struct mesh_loc *l)
-{
-	if (l->timed)
-		return;
-	l->timed = true;
-	l->timed_next = m->timed;
-	m->timed = l;
-}
-
-/* Device write lock held. */
-static void table_put(struct wg_mesh *m, struct mesh_loc *l)
-{
-	if (!l->in_table &&
-	    !rt_insert(m->dev->allowed_ips, l->family, l->addr, l->cidr, &l->hop)) {
-		l->in_table = true;
-		m->n_located++;
-	}
-}
-
-static void table_drop(struct wg_mesh *m, struct mesh_loc *l)
-{
-	if (!l->in_table)
-		return;
-	rt_remove(m->dev->allowed_ips, l->family, l->addr, l->cidr, &l->hop);
-	l->in_table = false;
-	m->n_located--;
-}
-
-static void queue_free(struct wg_mesh *m, struct wg_pkt_queue *q)
-{
-	struct wg_pkt *p;
-
-	while ((p = wg_pkt_queue_pop(q))) {
-		m->queued--;
-		free(p);
-	}
-}
-
-/* Both locks held; l is out of the table and off the timed list. */
-static void loc_free(struct wg_mesh *m, struct mesh_loc *l)
-{
-	struct mesh_loc **pp = &m->buckets[loc_hash(m, l->family, l->addr, l->cidr)];
-
-	for (; *pp; pp = &(*pp)->hash_next) {
-		if (*pp == l) {
-			*pp = l->hash_next;
-			break;
-		}
-	}
-	mesh_count(m, queue_dropped, l->out.len);
-	mesh_count(m, spoofed, l->in.len);
-	queue_free(m, &l->out);
-	queue_free(m, &l->in);
-	m->n_locs--;
-	free(l);
-}
-
-/* Messages. */
-
-void mesh_note_add(struct wg_mesh *m, const uint8_t *to, bool all, enum mesh_type type,
-		 const struct mesh_item *item)
-{
-	struct mesh_note *n;
-
-	if (m->n_outbox == OUTBOX_MAX) {
-		mesh_count(m, rate_limited, 1);
-		return;
-	}
-	n = &m->outbox[m->n_outbox++];
-	memset(n, 0, sizeof(*n));
-	if (to)
-		memcpy(n->peer, to, WG_KEY_LEN);
-	n->all = all;
-	n->type = type;
-	n->item = *item;
-}
-
-static void item_of(const struct mesh_loc *l, struct mesh_item *it)
-{
-	memset(it, 0, sizeof(*it));
-	it->family = l->family;
-	it->cidr = l->cidr;
-	memcpy(it->addr, l->addr, mesh_addr_len(l->family));
-}
-
-void mesh_item_holder(struct mesh_item *it, const uint8_t *key, uint64_t seq)
-{
-	it->has_holder = key != NULL;
-	if (key)
-		memcpy(it->holder, key, WG_KEY_LEN);
-	it->seq = seq;
-}
-
 /* Device lock held: this host's public key, or NULL. */
 static const uint8_t *self_key(struct wg_mesh *m)
 {
@@ -318,12 +135,12 @@ static void go_negative(struct wg_mesh *m, struct mesh_loc *l, uint64_t now)
 	mesh_count(m, negative, 1);
 	mesh_count(m, queue_dropped, l->out.len);
 	mesh_count(m, spoofed, l->in.len);
-	queue_free(m, &l->out);
-	queue_free(m, &l->in);
+	mesh_queue_free(m, &l->out);
+	mesh_queue_free(m, &l->in);
 	l->peer = NULL;
 	l->state = LOC_NEGATIVE;
 	l->deadline = now + NEGATIVE_MS * NSEC_PER_MSEC;
-	table_put(m, l);
+	mesh_loc_publish(m, l);
 	mesh_timed_add(m, l);
 }
 
@@ -351,7 +168,7 @@ static struct wg_peer *learn(struct wg_mesh *m, struct mesh_loc *l, struct wg_pe
 	l->asked_at = 0;
 	l->state = LOC_RESOLVED;
 	if (!is_local(m, l->family, l->addr))
-		table_put(m, l);
+		mesh_loc_publish(m, l);
 	mesh_count(m, resolved, 1);
 	release(m, l);
 	/* Sources the answer did not confirm wait for the other answers
@@ -379,7 +196,7 @@ static void solicit(struct wg_mesh *m, struct mesh_loc *l, uint64_t now)
 		mesh_count(m, rate_limited, 1);
 		return;
 	}
-	item_of(l, &it);
+	mesh_item_of(l, &it);
 	if (atomic_load(&m->mode) == WG_MESH_MULTICAST) {
 		mesh_note_add(m, NULL, true, MESH_SOLICIT, &it);
 		mesh_count(m, solicit_sent, m->dev->n_peers);
@@ -395,7 +212,7 @@ static void solicit(struct wg_mesh *m, struct mesh_loc *l, uint64_t now)
 /* Both locks held: a SOLICIT from `from` for the item. */
 static void answer(struct wg_mesh *m, const uint8_t *from, const struct mesh_item *it)
 {
-	struct mesh_loc *l = loc_find(m, it->family, it->addr, it->cidr);
+	struct mesh_loc *l = mesh_loc_find(m, it->family, it->addr, it->cidr);
 	bool local = is_local(m, it->family, it->addr);
 	struct mesh_item out = *it;
 
@@ -422,7 +239,7 @@ static void handle(struct wg_mesh *m, const struct mesh_note *n, uint64_t now)
 
 	if (!from)
 		return; /* removed meanwhile */
-	if (!in_mesh(m, it->family, it->addr)) {
+	if (!mesh_in_prefixes(m, it->family, it->addr)) {
 		mesh_count(m, malformed, 1);
 		return;
 	}
@@ -439,7 +256,7 @@ static void handle(struct wg_mesh *m, const struct mesh_note *n, uint64_t now)
 	if (it->has_holder || n->type == MESH_ANNOUNCE)
 		l = mesh_loc_get(m, it->family, it->addr, it->cidr);
 	else
-		l = loc_find(m, it->family, it->addr, it->cidr);
+		l = mesh_loc_find(m, it->family, it->addr, it->cidr);
 	if (!l)
 		return;
 	switch (n->type) {
@@ -477,7 +294,7 @@ static void handle(struct wg_mesh *m, const struct mesh_note *n, uint64_t now)
 			learn(m, l, holder, it->seq, now);
 		} else if (!it->has_holder && l->peer == from && l->state == LOC_RESOLVED) {
 			/* Stale: forgotten; the next packet to it asks again. */
-			table_drop(m, l);
+			mesh_loc_unpublish(m, l);
 			l->peer = NULL;
 			l->state = LOC_NONE;
 			l->deadline = now;
@@ -507,11 +324,11 @@ static bool expire(struct wg_mesh *m, struct mesh_loc *l, uint64_t now)
 			return true;
 		}
 		mesh_count(m, spoofed, l->in.len); /* no answer confirmed them */
-		queue_free(m, &l->in);
+		mesh_queue_free(m, &l->in);
 		l->state = LOC_RESOLVED;
 		return false;
 	case LOC_NEGATIVE:
-		table_drop(m, l);
+		mesh_loc_unpublish(m, l);
 		l->state = LOC_NONE;
 		return false;
 	default:
@@ -542,7 +359,7 @@ static uint64_t tick(struct wg_mesh *m, uint64_t now)
 		l->timed = false;
 		if (l->state == LOC_NONE && !l->local_seq && !l->in_table && !l->out.len &&
 		    !l->in.len)
-			loc_free(m, l);
+			mesh_loc_free(m, l);
 	}
 	return next;
 }
@@ -730,18 +547,18 @@ void wg_mesh_free(struct wg_mesh *m)
 		while (m->buckets[i]) {
 			struct mesh_loc *l = m->buckets[i];
 
-			table_drop(m, l);
+			mesh_loc_unpublish(m, l);
 			m->buckets[i] = l->hash_next;
-			queue_free(m, &l->out);
-			queue_free(m, &l->in);
+			mesh_queue_free(m, &l->out);
+			mesh_queue_free(m, &l->in);
 			free(l);
 		}
 	}
 	for (size_t i = 0; i < m->cfg.n_prefixes; i++)
 		rt_remove(m->dev->allowed_ips, m->cfg.prefixes[i].family, m->cfg.prefixes[i].addr,
 			  m->cfg.prefixes[i].cidr, &m->prefix_hop);
-	queue_free(m, &m->rel_out);
-	queue_free(m, &m->rel_in);
+	mesh_queue_free(m, &m->rel_out);
+	mesh_queue_free(m, &m->rel_in);
 	free(m->buckets);
 	free(m->inbox);
 	free(m->outbox);
@@ -800,7 +617,7 @@ int wg_mesh_set(struct wg_device *dev, const struct wg_mesh_config *cfg)
 	m->cfg = *cfg; /* with mode off, the prefixes are kept but not routed */
 	for (size_t b = 0; cfg->mode == WG_MESH_OFF && b < m->n_buckets; b++)
 		for (struct mesh_loc *l = m->buckets[b]; l; l = l->hash_next)
-			table_drop(m, l);
+			mesh_loc_unpublish(m, l);
 	for (size_t i = 0; cfg->mode != WG_MESH_OFF && i < cfg->n_prefixes && !err; i++)
 		err = rt_insert(dev->allowed_ips, cfg->prefixes[i].family, cfg->prefixes[i].addr,
 				cfg->prefixes[i].cidr, &m->prefix_hop);
@@ -856,7 +673,7 @@ void wg_mesh_local_added(struct wg_device *dev, const struct port_addr *addrs, s
 		struct wg_peer *home;
 		bool self;
 
-		if (!in_mesh(m, a->family, a->addr))
+		if (!mesh_in_prefixes(m, a->family, a->addr))
 			continue;
 		l = mesh_loc_get(m, a->family, a->addr, a->cidr);
 		if (!l)
@@ -868,7 +685,7 @@ void wg_mesh_local_added(struct wg_device *dev, const struct port_addr *addrs, s
 		}
 		l->state = l->peer ? LOC_RESOLVED : LOC_NONE;
 		release(m, l); /* what waited for it routes to the port now */
-		item_of(l, &it);
+		mesh_item_of(l, &it);
 		mesh_item_holder(&it, NULL, l->local_seq);
 		if (atomic_load(&m->mode) == WG_MESH_MULTICAST) {
 			mesh_note_add(m, NULL, true, MESH_ANNOUNCE, &it);
@@ -907,7 +724,7 @@ void wg_mesh_local_removed(struct wg_device *dev, const struct port_addr *addrs,
 	pthread_rwlock_wrlock(&dev->lock);
 	pthread_mutex_lock(&m->lock);
 	for (size_t i = 0; i < n; i++) {
-		struct mesh_loc *l = loc_find(m, addrs[i].family, addrs[i].addr, addrs[i].cidr);
+		struct mesh_loc *l = mesh_loc_find(m, addrs[i].family, addrs[i].addr, addrs[i].cidr);
 		uint64_t registered;
 		struct mesh_item it;
 		struct wg_peer *home;
@@ -920,7 +737,7 @@ void wg_mesh_local_removed(struct wg_device *dev, const struct port_addr *addrs,
 		if (l->peer && l->state == LOC_RESOLVED && l->seq > registered) {
 			/* It moved: forward what still comes here. */
 			l->prev = NULL;
-			table_put(m, l);
+			mesh_loc_publish(m, l);
 			continue;
 		}
 		/* It is gone: whoever may point here is told, and asks again. */
@@ -930,7 +747,7 @@ void wg_mesh_local_removed(struct wg_device *dev, const struct port_addr *addrs,
 			l->deadline = now;
 			mesh_timed_add(m, l); /* freed by the next tick */
 		}
-		item_of(l, &it);
+		mesh_item_of(l, &it);
 		if (atomic_load(&m->mode) == WG_MESH_MULTICAST) {
 			mesh_note_add(m, NULL, true, MESH_NOT_HERE, &it);
 			mesh_count(m, not_here_sent, dev->n_peers);
@@ -1023,7 +840,7 @@ void wg_mesh_peer_removed(struct wg_device *dev, struct wg_peer *peer)
 			l->in = keep;
 			if (l->peer == peer) {
 				l->peer = NULL;
-				table_drop(m, l);
+				mesh_loc_unpublish(m, l);
 				l->state = LOC_NONE;
 				l->deadline = 0;
 				mesh_timed_add(m, l);
