@@ -28,7 +28,7 @@
 static bool same_list(const struct port_addr *a, const struct port_addr *b, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (!mesh_text_same_addr(&a[i], &b[i]))
+		if (!port_addr_equal(&a[i], &b[i]))
 			return false;
 	return true;
 }
@@ -162,7 +162,7 @@ static bool listed_in(const struct mesh_text_vm *want, size_t n, const struct po
 {
 	for (size_t w = 0; w < n; w++)
 		for (size_t k = 0; k < want[w].n_addrs; k++)
-			if (mesh_text_same_addr(&want[w].addrs[k], a))
+			if (port_addr_equal(&want[w].addrs[k], a))
 				return true;
 	return false;
 }
@@ -172,7 +172,7 @@ static int held_by(const struct port_info *have, size_t n, const struct port_add
 {
 	for (size_t h = 0; h < n; h++)
 		for (size_t k = 0; k < have[h].cfg.n_addrs; k++)
-			if (mesh_text_same_addr(&have[h].cfg.addrs[k], a)) {
+			if (port_addr_equal(&have[h].cfg.addrs[k], a)) {
 				*at = k;
 				return (int)h;
 			}

@@ -16,7 +16,7 @@ struct held {
 static size_t find_held(const struct held *h, const struct port_addr *a)
 {
 	for (size_t i = 0; i < h->n; i++)
-		if (mesh_text_same_addr(&h->addrs[i], a))
+		if (port_addr_equal(&h->addrs[i], a))
 			return i;
 	return SIZE_MAX;
 }
@@ -33,7 +33,7 @@ static size_t holder_of(const struct held *held, size_t n, const struct port_add
 static size_t wanted_by(const struct mesh_text_vm *want, size_t n, const struct port_addr *a)
 {
 	for (size_t w = 0; w < n; w++)
-		if (mesh_text_has_addr(want[w].addrs, want[w].n_addrs, a))
+		if (port_addr_listed(want[w].addrs, want[w].n_addrs, a))
 			return w;
 	return SIZE_MAX;
 }
@@ -62,7 +62,7 @@ static size_t had_by(const struct port_info *have, size_t n, const struct port_a
 {
 	for (size_t h = 0; h < n; h++)
 		for (size_t k = 0; k < have[h].cfg.n_addrs && k < PORT_MAX_ADDRS; k++)
-			if (mesh_text_same_addr(&have[h].cfg.addrs[k], a))
+			if (port_addr_equal(&have[h].cfg.addrs[k], a))
 				return h;
 	return SIZE_MAX;
 }
@@ -125,7 +125,7 @@ static void plan_port(struct plan *p, const struct mesh_text_vm *want, size_t n_
 	if (held->n + need > PORT_MAX_ADDRS) {
 		for (i = 0; i < held->n;) {
 			a = &held->addrs[i];
-			if (mesh_text_has_addr(vm->addrs, vm->n_addrs, a)) {
+			if (port_addr_listed(vm->addrs, vm->n_addrs, a)) {
 				i++;
 				continue;
 			}
@@ -190,7 +190,7 @@ int mesh_text_vm_plan(const struct mesh_text_vm *want, size_t n_want, const stru
 			;
 		for (i = 0; i < p.held[h].n;) {
 			a = &p.held[h].addrs[i];
-			if (w < n_want && mesh_text_has_addr(want[w].addrs, want[w].n_addrs, a)) {
+			if (w < n_want && port_addr_listed(want[w].addrs, want[w].n_addrs, a)) {
 				i++;
 				continue;
 			}

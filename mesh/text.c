@@ -76,12 +76,6 @@ void mesh_text_addr(const struct port_addr *a, char out[MESH_TEXT_ADDR_LEN])
 	snprintf(out, MESH_TEXT_ADDR_LEN, "%s/%u", s, a->cidr);
 }
 
-bool mesh_text_same_addr(const struct port_addr *a, const struct port_addr *b)
-{
-	return a->family == b->family && a->cidr == b->cidr &&
-	       !memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16);
-}
-
 /* Whether prefix p holds a (a is p or inside it). */
 static bool holds(const struct port_addr *p, const struct port_addr *a)
 {
@@ -193,7 +187,7 @@ static int add_prefix(struct port_addr *list, size_t *n, const char *v, size_t v
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < *n; i++) {
-		if (mesh_text_same_addr(&list[i], &p)) {
+		if (port_addr_equal(&list[i], &p)) {
 			*why = "prefix given twice";
 			return -EINVAL;
 		}
@@ -214,14 +208,6 @@ static bool key_is(const char *k, size_t kn, const char *want)
 }
 
 /* ---- vm-add and vm-del ------------------------------------------------- */
-
-bool mesh_text_has_addr(const struct port_addr *list, size_t n, const struct port_addr *a)
-{
-	for (size_t i = 0; i < n; i++)
-		if (mesh_text_same_addr(&list[i], a))
-			return true;
-	return false;
-}
 
 int mesh_text_parse_vm_request(const char *text, size_t len, bool with_port,
 			       struct mesh_text_vm_request *out, const char **why)
@@ -261,7 +247,7 @@ int mesh_text_parse_vm_request(const char *text, size_t len, bool with_port,
 						 : "too many addresses (256 at most)";
 				goto fail;
 			}
-			if (mesh_text_has_addr(out->addrs, out->n_addrs, &a)) {
+			if (port_addr_listed(out->addrs, out->n_addrs, &a)) {
 				*why = "address given twice";
 				goto fail;
 			}
@@ -703,7 +689,7 @@ static bool next_word(const char **s, size_t *n, const char **w, size_t *wn)
 static bool listed(const struct mesh_text_vm *vms, size_t n, const struct port_addr *a)
 {
 	for (size_t i = 0; i < n; i++)
-		if (mesh_text_has_addr(vms[i].addrs, vms[i].n_addrs, a))
+		if (port_addr_listed(vms[i].addrs, vms[i].n_addrs, a))
 			return true;
 	return false;
 }

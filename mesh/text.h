@@ -32,9 +32,6 @@ enum {
  * with *why. */
 int mesh_text_parse_cidr(const char *v, size_t n, struct port_addr *out, const char **why);
 void mesh_text_addr(const struct port_addr *a, char out[MESH_TEXT_ADDR_LEN]);
-bool mesh_text_same_addr(const struct port_addr *a, const struct port_addr *b);
-/* Whether list[0, n) holds a. */
-bool mesh_text_has_addr(const struct port_addr *list, size_t n, const struct port_addr *a);
 /* Whether a lies inside one of cfg's prefixes. */
 bool mesh_text_in_prefix(const struct wg_mesh_config *cfg, const struct port_addr *a);
 

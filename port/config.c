@@ -11,6 +11,28 @@
 
 #include "ndp/ndp.h"
 
+bool port_addr_equal(const struct port_addr *a, const struct port_addr *b)
+{
+	return a->family == b->family && a->cidr == b->cidr &&
+	       !memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16);
+}
+
+bool port_addr_listed(const struct port_addr *list, size_t n, const struct port_addr *a)
+{
+	for (size_t i = 0; i < n; i++)
+		if (port_addr_equal(&list[i], a))
+			return true;
+	return false;
+}
+
+bool port_config_share_addr(const struct port_config *a, const struct port_config *b)
+{
+	for (size_t i = 0; i < a->n_addrs; i++)
+		if (port_addr_listed(b->addrs, b->n_addrs, &a->addrs[i]))
+			return true;
+	return false;
+}
+
 void port_config_init(struct port_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));

@@ -132,6 +132,13 @@ struct port_info {
 };
 
 /* Sets the defaults: server mode, MTU default, no addresses. */
+/* Whether a and b are the same address and prefix length; and whether
+ * list[0, n) holds a. The one equality of port addresses. */
+bool port_addr_equal(const struct port_addr *a, const struct port_addr *b);
+bool port_addr_listed(const struct port_addr *list, size_t n, const struct port_addr *a);
+/* Whether any address of a is also one of b's. */
+bool port_config_share_addr(const struct port_config *a, const struct port_config *b);
+
 void port_config_init(struct port_config *cfg);
 
 /* Checks a whole configuration: name set and a valid netdev name, type set,

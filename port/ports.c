@@ -294,17 +294,12 @@ int wg_device_port_del(struct wg_device *dev, const char *name)
 	return 0;
 }
 
-static bool same_addr(const struct port_addr *a, const struct port_addr *b)
-{
-	return a->family == b->family && a->cidr == b->cidr && !memcmp(a->addr, b->addr, 16);
-}
-
 static struct wg_port *port_with_addr(struct wg_device *dev, const struct port_addr *a,
 				      size_t *index)
 {
 	for (int i = 0; i < PORT_MAX; i++)
 		for (size_t j = 0; dev->ports->slot[i] && j < dev->ports->slot[i]->cfg.n_addrs; j++)
-			if (same_addr(&dev->ports->slot[i]->cfg.addrs[j], a)) {
+			if (port_addr_equal(&dev->ports->slot[i]->cfg.addrs[j], a)) {
 				*index = j;
 				return dev->ports->slot[i];
 			}
@@ -347,7 +342,7 @@ int wg_device_port_register(struct wg_device *dev, const char *name, const struc
 			goto out;
 		}
 		for (size_t j = 0; j < next.n_addrs; j++)
-			dup |= same_addr(&next.addrs[j], &addrs[i]);
+			dup |= port_addr_equal(&next.addrs[j], &addrs[i]);
 		if (dup)
 			continue;
 		if (next.n_addrs == PORT_MAX_ADDRS) {

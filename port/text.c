@@ -1,5 +1,6 @@
 /* The text forms of a VM port: port-add request bodies, port-list replies
- * and ports files (docs/cli.md), and the plan `weft port load` applies.
+ * and ports files (docs/cli.md). The plan `weft port load` applies is
+ * port/plan.c.
  *
  * Security model: a request body comes from any program that can open the
  * root-only control socket, a reply from whatever answers on it, a file
@@ -562,22 +563,6 @@ fail:
 
 /* ---- ports files ------------------------------------------------------- */
 
-static bool same_addr(const struct port_addr *a, const struct port_addr *b)
-{
-	return a->family == b->family && a->cidr == b->cidr &&
-	       !memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16);
-}
-
-/* Whether any address of a is also one of b's. */
-static bool share_addr(const struct port_config *a, const struct port_config *b)
-{
-	for (size_t i = 0; i < a->n_addrs; i++)
-		for (size_t j = 0; j < b->n_addrs; j++)
-			if (same_addr(&a->addrs[i], &b->addrs[j]))
-				return true;
-	return false;
-}
-
 /* A section ended: its port must pass the check and share no name or
  * address with the ports before it. */
 static int finish_section(const struct port_config *ports, size_t count, const char **why)
@@ -592,7 +577,7 @@ static int finish_section(const struct port_config *ports, size_t count, const c
 			*why = "name used by an earlier [Port]";
 			return -EINVAL;
 		}
-		if (share_addr(&ports[i], c)) {
+		if (port_config_share_addr(&ports[i], c)) {
 			*why = "address used by an earlier [Port]";
 			return -EINVAL;
 		}
@@ -770,138 +755,4 @@ int port_text_format_file(const struct port_config *cfgs, size_t n, char **out, 
 			text_buf_printf(&b, "MTU = %u\n", c->mtu);
 	}
 	return text_buf_finish(&b, out, len);
-}
-
-/* ---- comparing and planning -------------------------------------------- */
-
-void port_text_normalize(struct port_config *cfg)
-{
-	static const uint8_t router[6] = PORT_ROUTER_MAC_DEFAULT, gw[4] = PORT_GATEWAY4_DEFAULT;
-
-	if (!cfg->mtu)
-		cfg->mtu = PORT_MTU_DEFAULT;
-	if (!cfg->has_router_mac) {
-		memcpy(cfg->router_mac, router, 6);
-		cfg->has_router_mac = true;
-	}
-	for (size_t i = 0; !cfg->has_gateway4 && i < cfg->n_addrs && i < PORT_MAX_ADDRS; i++) {
-		if (cfg->addrs[i].family == AF_INET) {
-			memcpy(cfg->gateway4, gw, 4);
-			cfg->has_gateway4 = true;
-		}
-	}
-	/* Only vhost-user has a mode; a tap is always "server". */
-	if (cfg->type == PORT_TAP || cfg->type == PORT_ATTACHED)
-		cfg->server = true;
-}
-
-static bool addrs_within(const struct port_config *a, const struct port_config *b)
-{
-	for (size_t i = 0; i < a->n_addrs; i++) {
-		size_t j = 0;
-
-		while (j < b->n_addrs && !same_addr(&a->addrs[i], &b->addrs[j]))
-			j++;
-		if (j == b->n_addrs)
-			return false;
-	}
-	return true;
-}
-
-static bool prefixes_within(const struct port_config *a, const struct port_config *b)
-{
-	for (size_t i = 0; i < a->n_prefixes; i++) {
-		size_t j = 0;
-
-		while (j < b->n_prefixes && (a->prefixes[i].len != b->prefixes[j].len ||
-					     memcmp(a->prefixes[i].addr, b->prefixes[j].addr, 16)))
-			j++;
-		if (j == b->n_prefixes)
-			return false;
-	}
-	return true;
-}
-
-bool port_text_same_config(const struct port_config *a, const struct port_config *b)
-{
-	struct port_config x = *a, y = *b;
-
-	port_text_normalize(&x);
-	port_text_normalize(&y);
-	/* Duplicates are refused by port_config_check, so equal counts and
-	 * inclusion one way make equal sets; both ways guards the unchecked. */
-	return !strncmp(x.name, y.name, PORT_NAME_MAX) && x.type == y.type &&
-	       !strncmp(x.path, y.path, PORT_PATH_MAX) && x.server == y.server &&
-	       !memcmp(x.vm_mac, y.vm_mac, 6) &&
-	       /* An attached port's router MAC is its netdev's, whatever was asked. */
-	       (x.type == PORT_ATTACHED || !memcmp(x.router_mac, y.router_mac, 6)) &&
-	       x.has_gateway4 == y.has_gateway4 &&
-	       (!x.has_gateway4 || !memcmp(x.gateway4, y.gateway4, 4)) && x.mtu == y.mtu &&
-	       x.n_addrs == y.n_addrs && x.n_prefixes == y.n_prefixes && addrs_within(&x, &y) &&
-	       addrs_within(&y, &x) && prefixes_within(&x, &y) && prefixes_within(&y, &x);
-}
-
-static const struct port_config *find_wanted(const struct port_config *want, size_t n,
-					     const char *name)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!strncmp(want[i].name, name, PORT_NAME_MAX))
-			return &want[i];
-	return NULL;
-}
-
-int port_text_plan(const struct port_config *want, size_t n_want, const struct port_info *have,
-		   size_t n_have, bool prune, struct port_step **steps, size_t *n_steps,
-		   const char **why)
-{
-	struct port_step *s = NULL;
-	const struct port_config *w;
-	const char *unused;
-	size_t n = 0;
-
-	if (!why)
-		why = &unused;
-	*steps = NULL;
-	*n_steps = 0;
-	/* A port that stays must not hold an address a wanted one takes. */
-	for (size_t i = 0; !prune && i < n_have; i++) {
-		if (find_wanted(want, n_want, have[i].cfg.name))
-			continue;
-		for (size_t j = 0; j < n_want; j++) {
-			if (share_addr(&have[i].cfg, &want[j])) {
-				*why = "an address in the file belongs to a port not in the file "
-				       "(remove it, or load with --prune)";
-				return -EEXIST;
-			}
-		}
-	}
-	/* At most one removal per port had and one addition per port wanted. */
-	if (n_have + n_want) {
-		s = calloc(n_have + n_want, sizeof(*s));
-		if (!s) {
-			*why = "out of memory";
-			return -ENOMEM;
-		}
-	}
-	for (size_t i = 0; i < n_have; i++) {
-		w = find_wanted(want, n_want, have[i].cfg.name);
-		if (w ? !port_text_same_config(w, &have[i].cfg) : prune)
-			s[n++] = (struct port_step){ PORT_STEP_DEL, i, w != NULL };
-	}
-	for (size_t j = 0; j < n_want; j++) {
-		const struct port_config *had = NULL;
-
-		for (size_t i = 0; i < n_have && !had; i++)
-			if (!strncmp(want[j].name, have[i].cfg.name, PORT_NAME_MAX))
-				had = &have[i].cfg;
-		if (!had || !port_text_same_config(&want[j], had))
-			s[n++] = (struct port_step){ PORT_STEP_ADD, j, had != NULL };
-	}
-	if (!n) {
-		free(s);
-		s = NULL;
-	}
-	*steps = s;
-	*n_steps = n;
-	return 0;
 }

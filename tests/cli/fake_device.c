@@ -21,17 +21,12 @@ struct wg_mesh_stats fake_mesh_stats;
 struct wg_mesh_route *fake_routes;
 size_t fake_n_routes;
 
-static bool same(const struct port_addr *a, const struct port_addr *b)
-{
-	return a->family == b->family && a->cidr == b->cidr && !memcmp(a->addr, b->addr, 16);
-}
-
 /* The port holding a, or -1. */
 static int holder(const struct port_addr *a)
 {
 	for (size_t i = 0; i < fake_n; i++)
 		for (size_t j = 0; j < fake_ports[i].cfg.n_addrs; j++)
-			if (same(&fake_ports[i].cfg.addrs[j], a))
+			if (port_addr_equal(&fake_ports[i].cfg.addrs[j], a))
 				return (int)i;
 	return -1;
 }
@@ -180,7 +175,7 @@ int wg_mesh_vm_del(struct wg_device *dev, const struct port_addr *addrs, size_t 
 		h = holder(&addrs[k]);
 		c = &fake_ports[h].cfg;
 		for (size_t j = 0; j < c->n_addrs; j++) {
-			if (same(&c->addrs[j], &addrs[k])) {
+			if (port_addr_equal(&c->addrs[j], &addrs[k])) {
 				memmove(&c->addrs[j], &c->addrs[j + 1],
 					(c->n_addrs - j - 1) * sizeof(c->addrs[0]));
 				c->n_addrs--;
@@ -230,7 +225,7 @@ bool fake_port_has(const char *name, const char *cidr)
 	for (size_t i = 0; i < fake_n; i++)
 		if (!strcmp(fake_ports[i].cfg.name, name))
 			for (size_t j = 0; j < fake_ports[i].cfg.n_addrs; j++)
-				found |= same(&fake_ports[i].cfg.addrs[j], &a);
+				found |= port_addr_equal(&fake_ports[i].cfg.addrs[j], &a);
 	pthread_mutex_unlock(&fake_lock);
 	return found;
 }

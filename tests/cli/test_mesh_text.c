@@ -585,7 +585,7 @@ static int model_find(const struct port_info *have, size_t n_have, const struct 
 {
 	for (size_t h = 0; h < n_have; h++)
 		for (size_t k = 0; k < have[h].cfg.n_addrs; k++)
-			if (mesh_text_same_addr(&have[h].cfg.addrs[k], a)) {
+			if (port_addr_equal(&have[h].cfg.addrs[k], a)) {
 				if (at)
 					*at = k;
 				return (int)h;
@@ -596,7 +596,7 @@ static int model_find(const struct port_info *have, size_t n_have, const struct 
 static bool listed_in(const struct mesh_text_vm *vm, const struct port_addr *a)
 {
 	for (size_t k = 0; k < vm->n_addrs; k++)
-		if (mesh_text_same_addr(&vm->addrs[k], a))
+		if (port_addr_equal(&vm->addrs[k], a))
 			return true;
 	return false;
 }
@@ -814,13 +814,13 @@ static void test_plan(void)
 	      counts.unchanged == 1);
 	if (n_steps == 4) {
 		CHECK(steps[0].kind == MESH_VM_STEP_ADD && steps[0].port == 0 &&
-		      steps[0].from == SIZE_MAX && mesh_text_same_addr(&steps[0].addr, &pool[3]));
+		      steps[0].from == SIZE_MAX && port_addr_equal(&steps[0].addr, &pool[3]));
 		CHECK(steps[1].kind == MESH_VM_STEP_DEL && steps[1].port == 0 && steps[1].from == 1 &&
-		      mesh_text_same_addr(&steps[1].addr, &pool[1]));
+		      port_addr_equal(&steps[1].addr, &pool[1]));
 		CHECK(steps[2].kind == MESH_VM_STEP_ADD && steps[2].port == 1 && steps[2].from == 0 &&
-		      mesh_text_same_addr(&steps[2].addr, &pool[1]));
+		      port_addr_equal(&steps[2].addr, &pool[1]));
 		CHECK(steps[3].kind == MESH_VM_STEP_DEL && steps[3].port == 1 &&
-		      steps[3].from == SIZE_MAX && mesh_text_same_addr(&steps[3].addr, &pool[2]));
+		      steps[3].from == SIZE_MAX && port_addr_equal(&steps[3].addr, &pool[2]));
 	}
 	free(steps);
 	free(want);
