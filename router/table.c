@@ -46,6 +46,7 @@
  * eighth of it.
  */
 #include "router/table.h"
+#include "router/table_internal.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -54,66 +55,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-
-enum {
-	/* The slot array starts at 2^8 slots and grows four bits at a time
-	 * whenever a family holds more prefixes than slots, up to 2^20 slots
-	 * (16 MiB, calloc'ed: only touched pages cost memory). */
-	SLOT_BITS_MIN = 8,
-	SLOT_BITS_STEP = 4,
-	SLOT_BITS_MAX = 20,
-	BATCH = 32,             /* walks interleaved by rt_lookup_batch */
-	POOL_FIRST_CHUNK = 64,   /* nodes; chunks double up to POOL_MAX_CHUNK */
-	POOL_MAX_CHUNK = 16384,
-};
-
-struct rt_node {
-	struct rt_node *child[2];
-	void *value;       /* NULL: a branch joining two subtries */
-	uint64_t key[2];   /* host order, zero beyond cidr */
-	uint8_t cidr;
-};
-
-struct rt_slot {
-	struct rt_node *root;             /* prefixes of >= slot_bits bits */
-	const struct rt_node *short_node; /* longest shorter prefix over the slot */
-};
-
-/* A host route in the exact-match hash; value NULL: an empty slot. */
-struct rt_host {
-	uint64_t key[2];
-	void *value;
-};
-
-struct rt_hosts {
-	struct rt_host *slots;
-	size_t mask;              /* slots - 1 (a power of two minus one); 0: none */
-	size_t count;
-	uint64_t seed[2];         /* the hash's key: random, per table */
-};
-
-struct rt_family {
-	struct rt_slot *slots;    /* NULL until the first insert */
-	struct rt_node *short_root;
-	struct rt_hosts hosts;    /* prefixes of `bits` bits */
-	size_t count;             /* prefixes in the tries */
-	size_t grow_at;           /* count above which to try more slots */
-	int af;
-	uint8_t bits;
-	uint8_t slot_bits;        /* prefixes shorter than this are "short" */
-};
-
-struct rt_chunk {
-	struct rt_chunk *next;
-	uint32_t used, cap;
-	struct rt_node nodes[];
-};
-
-struct rt_table {
-	struct rt_family fam[2]; /* IPv4, IPv6: the order rt_walk_value reports */
-	struct rt_chunk *chunks;
-	struct rt_node *free_nodes; /* linked through child[0] */
-};
 
 static struct rt_node *node_alloc(struct rt_table *t)
 {
@@ -173,19 +114,6 @@ static void load_key(const struct rt_family *f, const void *addr, uint64_t k[2])
 	}
 }
 
-static void store_key(const struct rt_family *f, const uint64_t k[2], uint8_t out[16])
-{
-	if (f->bits == 32) {
-		uint32_t a = htobe32((uint32_t)(k[0] >> 32));
-
-		memcpy(out, &a, 4);
-	} else {
-		uint64_t w[2] = { htobe64(k[0]), htobe64(k[1]) };
-
-		memcpy(out, w, 16);
-	}
-}
-
 /* The masks of the first cidr bits of each word, for cidr in 0..128. */
 static inline uint64_t mask0(unsigned int cidr)
 {
@@ -216,16 +144,6 @@ static inline unsigned int common_bits(const uint64_t a[2], const uint64_t b[2])
 static inline unsigned int bit_at(const uint64_t k[2], unsigned int i)
 {
 	return (unsigned int)(k[i >> 6] >> (63 - (i & 63))) & 1;
-}
-
-static inline unsigned int slot_of(const struct rt_family *f, const uint64_t k[2])
-{
-	return (unsigned int)(k[0] >> (64 - f->slot_bits));
-}
-
-static inline unsigned int n_slots(const struct rt_family *f)
-{
-	return 1u << f->slot_bits;
 }
 
 enum { HOSTS_MIN = 64 };
@@ -834,105 +752,6 @@ size_t rt_remove_value(struct rt_table *t, const void *value)
 		total += removed;
 	}
 	return total;
-}
-
-struct walk {
-	const struct rt_family *f;
-	const void *value;
-	rt_walk_fn fn;
-	void *ctx;
-	unsigned int next_slot; /* slots below this one have been walked */
-	const struct rt_host **hosts; /* the value's host routes, ascending */
-	size_t n_hosts, next_host;
-};
-
-static int host_cmp(const void *a, const void *b)
-{
-	const struct rt_host *x = *(const struct rt_host *const *)a;
-	const struct rt_host *y = *(const struct rt_host *const *)b;
-
-	if (x->key[0] != y->key[0])
-		return x->key[0] < y->key[0] ? -1 : 1;
-	return x->key[1] < y->key[1] ? -1 : x->key[1] > y->key[1];
-}
-
-/* Reports the host routes below key (all of them with key NULL): a host
- * route comes after the shorter prefixes at its own address. */
-static void walk_hosts(struct walk *w, const uint64_t *key)
-{
-	uint8_t addr[16];
-
-	for (; w->next_host < w->n_hosts; w->next_host++) {
-		const struct rt_host *e = w->hosts[w->next_host];
-
-		if (key && (e->key[0] > key[0] || (e->key[0] == key[0] && e->key[1] >= key[1])))
-			return;
-		store_key(w->f, e->key, addr);
-		w->fn(w->ctx, w->f->af, addr, w->f->bits);
-	}
-}
-
-static void walk_emit(struct walk *w, const struct rt_node *n)
-{
-	uint8_t addr[16];
-
-	walk_hosts(w, n->key);
-	store_key(w->f, n->key, addr);
-	w->fn(w->ctx, w->f->af, addr, n->cidr);
-}
-
-/* Pre-order, child 0 first: ascending address, then ascending cidr. */
-static void walk_trie(struct walk *w, const struct rt_node *n)
-{
-	for (; n; n = n->child[1]) {
-		if (n->value == w->value)
-			walk_emit(w, n);
-		walk_trie(w, n->child[0]);
-	}
-}
-
-static void walk_slots(struct walk *w, unsigned int end)
-{
-	for (; w->next_slot < end; w->next_slot++)
-		walk_trie(w, w->f->slots[w->next_slot].root);
-}
-
-/* A short prefix starts at a slot boundary: it comes after every slot
- * below its own and before the longer prefixes inside its first slot. */
-static void walk_short(struct walk *w, const struct rt_node *n)
-{
-	for (; n; n = n->child[1]) {
-		if (n->value == w->value) {
-			walk_slots(w, slot_of(w->f, n->key));
-			walk_emit(w, n);
-		}
-		walk_short(w, n->child[0]);
-	}
-}
-
-void rt_walk_value(const struct rt_table *t, const void *value, rt_walk_fn fn, void *ctx)
-{
-	if (!value)
-		return;
-	for (int i = 0; i < 2; i++) {
-		struct walk w = { .f = &t->fam[i], .value = value, .fn = fn, .ctx = ctx };
-		const struct rt_hosts *h = &w.f->hosts;
-
-		if (!w.f->slots || (!w.f->count && !h->count))
-			continue;
-		if (h->count) {
-			w.hosts = malloc(h->count * sizeof(*w.hosts));
-			for (size_t j = 0; w.hosts && j <= h->mask; j++)
-				if (h->slots[j].value == value)
-					w.hosts[w.n_hosts++] = &h->slots[j];
-			if (w.n_hosts > 1)
-				qsort(w.hosts, w.n_hosts, sizeof(*w.hosts), host_cmp);
-		}
-		walk_short(&w, w.f->short_root);
-		walk_slots(&w, n_slots(w.f));
-		walk_hosts(&w, NULL);
-		free(w.hosts);
-	}
 }
 
 size_t rt_count(const struct rt_table *t)
