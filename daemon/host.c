@@ -4,7 +4,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "datapath/worker.h"
+#include "datapath/datapath.h"
 #include "mesh/mesh.h"
 #include "port/ports.h"
 #include "wg/device.h"

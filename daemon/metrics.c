@@ -16,7 +16,7 @@
 #include <sodium.h>
 
 #include "crypto/aead.h"
-#include "datapath/worker.h"
+#include "datapath/datapath.h"
 #include "mesh/mesh.h"
 #include "port/ports.h"
 #include "port/text.h"

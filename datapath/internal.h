@@ -175,6 +175,16 @@ void wg_worker_route(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n,
 unsigned int wg_worker_split_super(struct wg_worker *w, struct wg_pkt *p,
 				   const struct tun_offload_info *info, enum port_drop *why);
 
+/* rx.c: the receive direction */
+
+/* A completed UDP receive of len bytes into op's packet (one datagram, or
+ * a GRO run of them). */
+void dp_rx_udp(struct wg_worker *w, struct op *op, uint32_t len);
+/* Worker 0: the packets the mesh thread released. */
+void dp_rx_mesh_released(struct wg_worker *w);
+/* End of a batch: writes the coalesced TCP packets out. */
+void dp_rx_flush(struct wg_worker *w);
+
 /* worker_port.c: the VM ports */
 
 void wg_worker_follow_ports(struct wg_worker *w);

@@ -12,7 +12,7 @@
  * Staged packets are copied out so a slow handshake cannot starve reads.
  *
  * The VM ports' data path (tap queues, guest rings) is in worker_port.c. */
-#include "datapath/worker.h"
+#include "datapath/datapath.h"
 
 #include <errno.h>
 #include <liburing.h>
@@ -353,19 +353,6 @@ static void tun_gone(struct wg_worker *w, int err)
 		w->dev->on_fatal(w->dev->on_fatal_ctx);
 }
 
-/* The segment size of a UDP GRO run, or 0 when the datagram came alone. */
-static uint32_t gro_size(struct msghdr *msg)
-{
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(msg); cm; cm = CMSG_NXTHDR(msg, cm)) {
-		if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
-			int v;
-			memcpy(&v, CMSG_DATA(cm), sizeof(v));
-			return v > 0 ? (uint32_t)v : 0;
-		}
-	}
-	return 0;
-}
-
 /* The host's own packet (from the TUN) at ip[0, len) of p, or one the host
  * must route for a VM. */
 void wg_worker_host_output(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t len)
@@ -375,200 +362,6 @@ void wg_worker_host_output(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, u
 		wg_worker_tun_write(w, p, ip - TUN_VNET_HDR_LEN, len + TUN_VNET_HDR_LEN);
 	} else {
 		wg_worker_tun_write(w, p, ip, len);
-	}
-}
-
-static void put_all(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n)
-{
-	for (unsigned int i = 0; i < n; i++)
-		pkt_put(w, pkts[i]);
-}
-
-/* Packets that share one destination (one packet, or the segments of one
- * super-packet), from the host, a VM, or the mesh's queues: to their peer
- * (a static allowed IP or a learned location), a VM port, or the mesh's
- * discovery. What matches nothing is the host's: from a VM it goes to the
- * host (unrouted_to_host), from the host it is dropped. Consumes them. */
-void wg_worker_route(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n,
-		     bool unrouted_to_host)
-{
-	struct wg_device *dev = w->dev;
-	const uint8_t *dst;
-	int family = frame_ip_destination(wg_pkt_payload(pkts[0]), pkts[0]->len, &dst);
-	struct rt_hop *hop = family ? rt_lookup(dev->allowed_ips, family, dst) : NULL;
-	struct wg_peer *peer;
-
-	if (!family) {
-		wg_stat_add(&dev->stats, drop_malformed, n);
-		put_all(w, pkts, n);
-		return;
-	}
-	switch (hop ? hop->kind : 0) {
-	case RT_HOP_REMOTE:
-		peer = mesh_loc_from_hop(hop)->peer;
-		if (peer) {
-			wg_send_to_peer(dev, peer, pkts, n, &w->tx);
-			return;
-		}
-		wg_stat_add(&dev->stats, drop_no_route, n); /* known to be nowhere */
-		break;
-	case RT_HOP_PEER:
-		wg_send_to_peer(dev, wg_peer_from_hop(hop), pkts, n, &w->tx);
-		return;
-	case RT_HOP_MESH:
-		wg_mesh_miss(dev, pkts, n, family, dst);
-		break;
-	case RT_HOP_PORT:
-		for (unsigned int i = 0; i < n; i++)
-			wg_worker_port_output(w, wg_port_from_hop(hop), pkts[i],
-					      wg_pkt_payload(pkts[i]), pkts[i]->len, NULL);
-		break;
-	default:
-		if (!unrouted_to_host)
-			wg_stat_add(&dev->stats, drop_no_route, n);
-		for (unsigned int i = 0; unrouted_to_host && i < n; i++)
-			wg_worker_host_output(w, pkts[i], wg_pkt_payload(pkts[i]), pkts[i]->len);
-		break;
-	}
-	put_all(w, pkts, n);
-}
-
-/* Writes this batch's coalesced TCP packets to the TUN or their VM. */
-static void gro_flush(struct wg_worker *w)
-{
-	struct tun_gro_out out[TUN_GRO_MAX_ITEMS];
-	int n = tun_gro_finish(&w->gro, out, TUN_GRO_MAX_ITEMS);
-
-	for (int i = 0; i < n; i++) {
-		struct wg_pkt *p = out[i].cookie;
-
-		if (p->egress)
-			wg_worker_port_output(w, p->egress, p, out[i].data + TUN_VNET_HDR_LEN,
-					      (uint32_t)out[i].len - TUN_VNET_HDR_LEN,
-					      (const void *)out[i].data);
-		else
-			wg_worker_tun_write(w, p, out[i].data, (uint32_t)out[i].len);
-		pkt_put(w, p); /* the table's reference */
-	}
-}
-
-/* An inner packet from the tunnel for the host or a VM (port): TCP goes
- * through the coalescing table (copied into a buffer with room to grow)
- * where the way out takes super-packets, and so does UDP for a TUN that
- * takes UDP GSO writes; anything else leaves from where it lies. */
-static void deliver(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t len,
-		    struct wg_port *port)
-{
-	uint8_t proto = ip[0] >> 4 == 4 && len >= 20 ? ip[9] : ip[0] >> 4 == 6 && len >= 40 ? ip[6] : 0;
-	bool tcp = proto == IPPROTO_TCP;
-	bool coalesce;
-	struct wg_pkt *spare;
-	int ret;
-
-	/* An attached port's VM is reached through the TUN, like the host. */
-	if (port && port->cfg.type == PORT_ATTACHED) {
-		port_count(&port->counters, tx_packets, 1);
-		port_count(&port->counters, tx_bytes, len);
-		port = NULL;
-	}
-	coalesce = (tcp && (port || w->vnet)) ||
-		   (proto == IPPROTO_UDP && !port && w->vnet && w->dev->tun_uso);
-
-	if (coalesce && !w->gro_spare)
-		w->gro_spare = pkt_get(w);
-	spare = w->gro_spare;
-	if (!coalesce || !spare) {
-		if (port)
-			wg_worker_port_output(w, port, p, ip, len, NULL);
-		else
-			wg_worker_host_output(w, p, ip, len);
-		return;
-	}
-	memcpy(spare->data + WG_PKT_FRONT, ip, len);
-	spare->egress = port;
-	ret = tun_gro_add(&w->gro, spare->data, spare->cap, WG_PKT_FRONT, len, spare);
-	if (ret == -ENOSPC) {
-		gro_flush(w);
-		ret = tun_gro_add(&w->gro, spare->data, spare->cap, WG_PKT_FRONT, len, spare);
-	}
-	if (ret == TUN_GRO_HELD)
-		w->gro_spare = NULL; /* the table holds its reference now */
-	else if (ret < 0)
-		wg_stat_inc(&w->dev->stats, drop_malformed);
-}
-
-/* Where an inner packet from the tunnel goes: NULL for the host. */
-static struct rt_hop *inner_hop(struct wg_worker *w, const uint8_t *ip, uint32_t len)
-{
-	const uint8_t *dst;
-	int family = frame_ip_destination(ip, len, &dst);
-
-	return family ? rt_lookup(w->dev->allowed_ips, family, dst) : NULL;
-}
-
-/* Worker 0: packets the mesh thread released. Those it checked the source
- * of are delivered here as if just received; the others are routed, now
- * that their destination has a location. */
-static void mesh_released(struct wg_worker *w)
-{
-	struct wg_pkt_queue out, in;
-	struct wg_pkt *p;
-
-	wg_mesh_take_released(w->dev, &out, &in);
-	while ((p = wg_pkt_queue_pop(&out))) {
-		bool forwarded = p->egress == WG_MESH_FORWARDED;
-
-		p->egress = NULL;
-		if (forwarded && wg_mesh_forward(w->dev, p, &w->tx))
-			pkt_put(w, p);
-		else
-			wg_worker_route(w, &p, 1, false);
-	}
-	while ((p = wg_pkt_queue_pop(&in))) {
-		struct rt_hop *hop = inner_hop(w, wg_pkt_payload(p), p->len);
-
-		deliver(w, p, wg_pkt_payload(p), p->len,
-			hop && hop->kind == RT_HOP_PORT ? wg_port_from_hop(hop) : NULL);
-		pkt_put(w, p);
-	}
-}
-
-static void udp_received(struct wg_worker *w, struct op *op, uint32_t len)
-{
-	struct wg_pkt *p = op->pkt;
-	uint32_t seg = gro_size(&op->msg);
-
-	if (!len) {
-		wg_stat_inc(&w->dev->stats, drop_malformed); /* an empty datagram */
-		return;
-	}
-	if (!seg || seg > len)
-		seg = len;
-	for (uint32_t off = 0; off < len; off += seg) {
-		uint32_t dlen = len - off < seg ? len - off : seg;
-		uint8_t *d = wg_pkt_payload(p) + off;
-		struct wg_rx rx;
-		enum wg_rx_verdict v = wg_receive_open(w->dev, d, dlen, &p->addr, &w->tx, &rx);
-		uint8_t *ip = d + WG_PKT_HEADROOM;
-		struct rt_hop *hop;
-		uint32_t inner;
-
-		if (v == WG_RX_DONE)
-			continue;
-		if (wg_mesh_enabled(w->dev)) {
-			if (!wg_mesh_receive(w->dev, &rx, v))
-				continue;
-		} else if (v == WG_RX_FOREIGN) {
-			wg_receive_reject(w->dev);
-			continue;
-		}
-		inner = wg_receive_accept(w->dev, &rx);
-		hop = inner_hop(w, ip, inner);
-		if (hop && (hop->kind == RT_HOP_REMOTE || hop->kind == RT_HOP_MESH))
-			wg_mesh_transit(w->dev, rx.peer, hop, ip, inner, &w->tx);
-		else
-			deliver(w, p, ip, inner,
-				hop && hop->kind == RT_HOP_PORT ? wg_port_from_hop(hop) : NULL);
 	}
 }
 
@@ -676,7 +469,7 @@ static void complete(struct wg_worker *w, struct op *op, int res)
 			if (op->msg.msg_flags & MSG_TRUNC)
 				wg_stat_inc(&dev->stats, drop_malformed);
 			else
-				udp_received(w, op, (uint32_t)res);
+				dp_rx_udp(w, op, (uint32_t)res);
 		}
 		pkt_put(w, p);
 		sock_release(w, op->sock);
@@ -892,8 +685,8 @@ static void *worker_thread(void *arg)
 			atomic_fetch_add_explicit(&w->completions, reaped, memory_order_relaxed);
 		}
 		if (w->id == 0 && wg_mesh_has_released(dev))
-			mesh_released(w);
-		gro_flush(w);
+			dp_rx_mesh_released(w);
+		dp_rx_flush(w);
 		flush_tx(w);
 		pthread_rwlock_unlock(&dev->lock);
 	}

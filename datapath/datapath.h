@@ -1,0 +1,60 @@
+/* The data path: per-core workers, each one io_uring that reads the TUN,
+ * the UDP sockets and its VM ports, seals and opens in batches, and writes
+ * back, with one submission system call per batch rather than per packet.
+ *
+ * Out, towards a tunnel (the host's packets and its VMs'):
+ *
+ *   TUN read ........................ worker.c   complete(OP_TUN_READ)
+ *     super-packet split ............ worker.c   tun_read_vnet, wg_worker_split_super
+ *   VM frame (tap read, vhost ring) . worker_port.c  wport_received, vhost_drain
+ *     frame and source checks ....... port/frame.c   frame_classify, frame_ip_check
+ *     NDP and ARP answered .......... ndp/ndp.c      (port_neighbour)
+ *   next hop: one table lookup ...... nexthop.c  wg_worker_route
+ *     -> a peer: sealed, staged ..... wg/send.c  wg_send_to_peer
+ *          UDP send (GSO runs) ...... worker.c   tx_emit, send_run, flush_tx
+ *     -> a VM port .................. worker_port.c  wg_worker_port_output
+ *     -> a mesh address not known ... mesh/path.c    wg_mesh_miss (queued, solicited)
+ *     -> nothing: a VM's packet goes to the host (worker.c wg_worker_host_output)
+ *
+ * In, from a tunnel:
+ *
+ *   UDP receive (GRO runs) .......... worker.c   complete(OP_UDP_RECV)
+ *   each datagram ................... rx.c       dp_rx_udp
+ *     opened, replay-checked ........ wg/receive.c   wg_receive_open (a verdict
+ *                                                    and the parsed inner header)
+ *     the mesh's word, when on ...... mesh/path.c    wg_mesh_receive
+ *     destination looked up ......... rx.c       inner_hop
+ *     -> the TUN or a VM port ....... rx.c       deliver (TCP coalesced), dp_rx_flush
+ *                                     worker.c   wg_worker_tun_write
+ *                                     worker_port.c  wg_worker_port_output
+ *     -> another host's VM .......... mesh/path.c    wg_mesh_transit
+ *
+ * Packets the mesh thread releases come back through worker 0 (rx.c
+ * dp_rx_mesh_released): to nexthop.c once their destination is known, or
+ * delivered once their source checked out. */
+#ifndef WEFT_DATAPATH_DATAPATH_H
+#define WEFT_DATAPATH_DATAPATH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct wg_device;
+struct wg_worker;
+
+/* Worker id serves TUN queue tun_fd and socket pair id, pinned to cpu
+ * (-1: not pinned). 0 or -errno. The worker runs until wg_worker_stop. */
+int wg_worker_start(struct wg_device *dev, int id, int tun_fd, int cpu, struct wg_worker **out);
+/* Wakes the worker to notice new sockets or a stop. */
+void wg_worker_kick(struct wg_worker *w);
+void wg_worker_stop(struct wg_worker *w);
+
+/* What a worker has done, for the metrics (read from any thread). The
+ * average batch is completions / turns. */
+struct wg_worker_counters {
+	uint64_t turns;       /* loop turns that handled completions */
+	uint64_t completions; /* io_uring completions handled */
+	bool gso;             /* still sending with UDP GSO (off after an EIO) */
+};
+void wg_worker_read_counters(struct wg_worker *w, struct wg_worker_counters *c);
+
+#endif
