@@ -478,8 +478,10 @@ static void complete(struct wg_worker *w, struct op *op, int res)
 		send_done(w, op, res);
 		break;
 	case OP_TUN_WRITE:
-		if (res < 0)
+		if (res < 0) {
+			wg_stat_inc(&dev->stats, drop_tun_write);
 			log_ratelimited(WG_LOG_DEBUG, "TUN write failed: %s", strerror(-res));
+		}
 		pkt_put(w, p);
 		break;
 	case OP_PORT_READ:

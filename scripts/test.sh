@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
 scripts/build.sh asan
+# The layout's rules (docs/architecture.md): layers, file sizes, weft_wg's
+# libraries.
+scripts/check-layout.sh
 
 # Under ASan, leaks are reported when a daemon exits; the integration scripts
 # fail a run whose daemon log has a sanitizer report.

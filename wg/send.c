@@ -96,7 +96,7 @@ static void stage(struct wg_device *dev, struct wg_peer *peer, struct wg_pkt *pk
 		}
 		tx->release(tx, pkt);
 		if (!copy) {
-			wg_stat_inc(&dev->stats, drop_staged_overflow);
+			wg_stat_inc(&dev->stats, drop_no_memory);
 			return;
 		}
 	}

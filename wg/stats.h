@@ -22,6 +22,8 @@
 	X(drop_staged_overflow)  /* staged queue full while handshaking */     \
 	X(drop_tx_error)         /* the kernel refused a send */               \
 	X(drop_no_buffer)        /* a worker's buffer pool ran dry */          \
+	X(drop_no_memory)        /* no memory to keep a staged packet */       \
+	X(drop_tun_write)        /* the TUN refused a write */                 \
 	X(hs_initiations_sent)                                                   \
 	X(hs_initiations_received)                                               \
 	X(hs_responses_sent)                                                     \
