@@ -1,4 +1,11 @@
-/* The UAPI socket server (daemon/uapi_server.h). */
+/* The UAPI socket server (daemon/uapi_server.h), answering the way
+ * wireguard-go does (ipc/uapi_linux.go); requests are parsed and replies
+ * formatted by wg/uapi.c.
+ *
+ * Security model: the socket is root-only (mode 0600 in a 0755 directory), but
+ * a client may still be a buggy or hostile program, so every byte of a request
+ * is untrusted. Lines and whole requests are bounded, and buffers that held
+ * key material are wiped. A slow client holds only its own thread. */
 #include "daemon/uapi_server.h"
 
 #include <errno.h>

@@ -1,12 +1,10 @@
-/* The userspace configuration protocol: a set-request parser, a get-reply
- * formatter and the unix socket server that wg(8) talks to, answering the way
- * wireguard-go does (device/uapi.go, ipc/uapi_linux.go).
+/* The userspace configuration protocol: the set-request parser and the
+ * get-reply formatter, answering the way wireguard-go does (device/uapi.go);
+ * the socket server that wg(8) talks to is daemon/uapi_server.c.
  *
- * Security model: the socket is root-only (mode 0600 in a 0755 directory), but
- * a client may still be a buggy or hostile program, so every byte of a request
- * is untrusted. Lines and whole requests are bounded, every value is checked
- * before anything is applied, a malformed set changes nothing, and buffers that
- * held key material are wiped. A slow client holds only its own thread. */
+ * Security model: every byte of a request is untrusted. Every value is
+ * checked before anything is applied, a malformed set changes nothing, and
+ * buffers that held key material are wiped. */
 #include "wg/uapi.h"
 
 #include <arpa/inet.h>
