@@ -25,7 +25,7 @@ NAME=smoke
 HERE=$(cd "$(dirname "$0")" && pwd)
 if [[ -z ${WEFT_TEST_WRAPPED:-} ]]; then
 	export WEFT_TEST_WRAPPED=1
-	exec timeout -k 10 "${WEFT_TEST_TIMEOUT:-240}" bash "$0" "$@"
+	exec timeout -k 10 "${WEFT_TEST_TIMEOUT:-600}" bash "$0" "$@"
 fi
 
 log() { printf '[%s guest.%s] %s\n' "$(date +%T.%3N)" "$NAME" "$*" >&2; }
@@ -122,15 +122,15 @@ done
 q=\$(ls -d /sys/class/net/eth0/queues/rx-* | wc -l)
 [ "\$q" = $2 ] || fail "eth0 has \$q rx queues, expected $2"
 [ "\$(cat /sys/class/net/eth0/mtu)" = $3 ] || fail "eth0 MTU \$(cat /sys/class/net/eth0/mtu), expected $3"
-ping -A -c 3 -w 10 10.77.0.1 || fail "no IPv4 ping reply from the host"
-ping -6 -A -c 3 -w 10 fd77::1 || fail "no IPv6 ping reply from the host"
-timeout 30 nc 10.77.0.1 7002 </dev/null >/tmp/down.bin || fail "download from the host failed"
+ping -A -c 3 -w 60 10.77.0.1 || fail "no IPv4 ping reply from the host"
+ping -6 -A -c 3 -w 60 fd77::1 || fail "no IPv6 ping reply from the host"
+timeout 120 nc 10.77.0.1 7002 </dev/null >/tmp/down.bin || fail "download from the host failed"
 got=\$(sha256sum /tmp/down.bin | cut -d' ' -f1)
 [ "\$got" = $DOWN_SHA ] || fail "down.bin arrived with sha256 \$got (\$(wc -c </tmp/down.bin) bytes)"
 note "down.bin ok"
 dd if=/dev/urandom of=/tmp/up.bin bs=64k count=16 2>/dev/null
 echo "WEFT-UP-SHA256 \$(sha256sum /tmp/up.bin | cut -d' ' -f1)"
-timeout 30 nc fd77::1 7001 </tmp/up.bin || fail "upload to the host failed"
+timeout 120 nc fd77::1 7001 </tmp/up.bin || fail "upload to the host failed"
 EOF
 }
 
@@ -142,7 +142,7 @@ boot() {
 	guest_script "$feats" "$queues" "$mtu" >"$WORK/run-$label.sh"
 	log "boot $label: run.sh --tap $TAP $*"
 	t0=$(date +%s%3N)
-	nsx "$HERE/run.sh" --tap "$TAP" --mac "$GUEST_MAC" --timeout 90 \
+	nsx "$HERE/run.sh" --tap "$TAP" --mac "$GUEST_MAC" --timeout 300 \
 		--ip4 10.77.0.2/24 --ip6 fd77::2/64 --script "$WORK/run-$label.sh" \
 		--log "$WORK/console-$label.log" "$@" || rc=$?
 	case $rc in

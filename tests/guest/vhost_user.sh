@@ -29,7 +29,7 @@
 # WEFT_VU_VIA_TAP=1 runs the same guest scripts with the guest on a tap port
 # instead (QEMU's tap bridged to weftd's tap in a namespace): a reference for
 # the guest side when the vhost-user path fails, or before it exists.
-: "${WEFT_TEST_TIMEOUT:=170}"
+: "${WEFT_TEST_TIMEOUT:=900}"
 export WEFT_TEST_TIMEOUT
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../integration/lib.sh
@@ -166,7 +166,7 @@ done
 note "ipv6 routes: \$(ip -6 route | tr '\n' ';')"
 # download HOST PORT SHA: fetch a file and check its hash here.
 download() {
-	timeout 40 nc "\$1" "\$2" </dev/null >/tmp/down.bin || return 1
+	timeout 120 nc "\$1" "\$2" </dev/null >/tmp/down.bin || return 1
 	got=\$(sha256sum /tmp/down.bin | cut -d' ' -f1)
 	[ "\$got" = "\$3" ] || { echo "sha256 \$got over \$(wc -c </tmp/down.bin) bytes"; return 1; }
 }
@@ -187,7 +187,7 @@ listen_up() {
 	local pf=TCP4 bind=$3
 	[[ $3 == *:* ]] && pf=TCP6 bind="[$3]"
 	rm -f "$WORK/up-$1.bin"
-	bg ip netns exec "$2" timeout 100 socat -u "$pf-LISTEN:7001,bind=$bind,reuseaddr" \
+	bg ip netns exec "$2" timeout 300 socat -u "$pf-LISTEN:7001,bind=$bind,reuseaddr" \
 		"CREATE:$WORK/up-$1.bin"
 	printf -v "UP_PID_$1" '%s' "$BG_LAST"
 	wait_listen "$2" 7001
@@ -196,7 +196,7 @@ listen_up() {
 serve_down() {
 	local pf=TCP4 bind=$2
 	[[ $2 == *:* ]] && pf=TCP6 bind="[$2]"
-	bg ip netns exec "$1" timeout 100 socat -u "OPEN:$WORK/down.bin" "$pf-LISTEN:7002,bind=$bind,reuseaddr"
+	bg ip netns exec "$1" timeout 300 socat -u "OPEN:$WORK/down.bin" "$pf-LISTEN:7002,bind=$bind,reuseaddr"
 	DOWN_PID=$BG_LAST
 	wait_listen "$1" 7002
 }
@@ -219,7 +219,7 @@ boot() {
 	shift 2
 	log "boot $label: run.sh ${NETDEV[*]} $*"
 	t0=$(now_ms)
-	ip netns exec "$QEMU_NS" "$HERE/run.sh" "${NETDEV[@]}" --mac "$G_MAC" --timeout 100 \
+	ip netns exec "$QEMU_NS" "$HERE/run.sh" "${NETDEV[@]}" --mac "$G_MAC" --timeout 300 \
 		--ip4 "$G4/32" --ip6 "$G6/128" --mtu 1420 --script "$script" \
 		--log "$WORK/console-$label.log" "$@" >"$WORK/run-$label.log" 2>&1 &
 	rpid=$!
@@ -263,12 +263,12 @@ step "boot 1: ping both VMs, 1 MiB to each, 1 MiB from VM B"
 {
 	guest_prelude
 	cat <<EOF
-chk "ping VM A $A4" ping -A -c 3 -w 10 $A4
-chk "ping VM A $A6" ping -6 -A -c 3 -w 10 $A6
-chk "ping VM B $B4" ping -A -c 3 -w 10 $B4
-chk "ping VM B $B6" ping -6 -A -c 3 -w 10 $B6
-chk "1 MiB to VM A $A4" timeout 40 nc $A4 7001 </tmp/up.bin
-chk "1 MiB to VM B [$B6]" timeout 40 nc $B6 7001 </tmp/up.bin
+chk "ping VM A $A4" ping -A -c 3 -w 60 $A4
+chk "ping VM A $A6" ping -6 -A -c 3 -w 60 $A6
+chk "ping VM B $B4" ping -A -c 3 -w 60 $B4
+chk "ping VM B $B6" ping -6 -A -c 3 -w 60 $B6
+chk "1 MiB to VM A $A4" timeout 120 nc $A4 7001 </tmp/up.bin
+chk "1 MiB to VM B [$B6]" timeout 120 nc $B6 7001 </tmp/up.bin
 chk "1 MiB from VM B $B4 (sha256)" download $B4 7002 $DOWN_SHA
 EOF
 	guest_epilogue
@@ -299,9 +299,9 @@ step "boot 2: a second QEMU on the same port"
 {
 	guest_prelude
 	cat <<EOF
-chk "ping VM A $A4" ping -A -c 3 -w 10 $A4
-chk "ping VM B $B4" ping -A -c 3 -w 10 $B4
-chk "ping VM B $B6" ping -6 -A -c 3 -w 10 $B6
+chk "ping VM A $A4" ping -A -c 3 -w 60 $A4
+chk "ping VM B $B4" ping -A -c 3 -w 60 $B4
+chk "ping VM B $B6" ping -6 -A -c 3 -w 60 $B6
 EOF
 	guest_epilogue
 } >"$WORK/guest2.sh"
@@ -319,9 +319,9 @@ step "boot 3: offloads off (csum, guest csum/TSO, host TSO, mergeable buffers)"
 for kv in 0=0 1=0 7=0 8=0 11=0 12=0 15=0; do
 	chk "virtio feature bit \${kv%=*} is \${kv#*=}" [ "\$(feature \${kv%=*})" = \${kv#*=} ]
 done
-chk "ping VM B $B4" ping -A -c 3 -w 10 $B4
-chk "ping VM B $B6" ping -6 -A -c 3 -w 10 $B6
-chk "1 MiB to VM B $B4" timeout 40 nc $B4 7001 </tmp/up.bin
+chk "ping VM B $B4" ping -A -c 3 -w 60 $B4
+chk "ping VM B $B6" ping -6 -A -c 3 -w 60 $B6
+chk "1 MiB to VM B $B4" timeout 120 nc $B4 7001 </tmp/up.bin
 chk "1 MiB from VM B [$B6] (sha256)" download $B6 7002 $DOWN_SHA
 EOF
 	guest_epilogue
