@@ -47,7 +47,7 @@ static void check_vm_request(const char *text, size_t len, bool with_port)
 	}
 	CHECK(a.n_addrs >= 1 && a.n_addrs <= (with_port ? PORT_MAX_ADDRS : MESH_TEXT_MAX_DEL));
 	CHECK(with_port == (a.port[0] != 0));
-	CHECK(!with_port || mesh_text_port_name_ok(a.port, strlen(a.port)));
+	CHECK(!with_port || port_name_ok(a.port, strlen(a.port)));
 	f = open_memstream(&t, &tl);
 	CHECK(f);
 	if (with_port)
@@ -257,7 +257,7 @@ static void check_vm_file(const char *text, size_t len)
 	f = open_memstream(&t, &tl);
 	CHECK(f);
 	for (size_t i = 0; i < na; i++) {
-		CHECK(mesh_text_port_name_ok(a[i].port, strlen(a[i].port)));
+		CHECK(port_name_ok(a[i].port, strlen(a[i].port)));
 		CHECK(a[i].n_addrs <= PORT_MAX_ADDRS);
 		fputs(a[i].port, f);
 		for (size_t k = 0; k < a[i].n_addrs; k++) {

@@ -158,21 +158,6 @@ static bool parse_key_hex(const char *v, size_t n, uint8_t key[32])
 	return true;
 }
 
-bool mesh_text_port_name_ok(const char *name, size_t n)
-{
-	if (n == 0 || n >= PORT_NAME_MAX || (n == 1 && name[0] == '.') ||
-	    (n == 2 && name[0] == '.' && name[1] == '.'))
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = name[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '.' || c == '-' || c == '_'))
-			return false;
-	}
-	return true;
-}
-
 /* Adds p to a mesh's prefix list: none twice, none inside another. */
 static int add_prefix(struct port_addr *list, size_t *n, const char *v, size_t vn,
 		      const char **why)
@@ -232,7 +217,7 @@ int mesh_text_parse_vm_request(const char *text, size_t len, bool with_port,
 				*why = "key given twice";
 				goto fail;
 			}
-			if (!mesh_text_port_name_ok(v, vn)) {
+			if (!port_name_ok(v, vn)) {
 				*why = "bad port name (1-15 of a-z A-Z 0-9 . - _)";
 				goto fail;
 			}
@@ -700,7 +685,7 @@ static int vm_port(struct mesh_text_vm **vms, size_t *count, size_t *cap, const 
 {
 	struct mesh_text_vm *grown;
 
-	if (!mesh_text_port_name_ok(w, wn)) {
+	if (!port_name_ok(w, wn)) {
 		*why = "bad port name (1-15 of a-z A-Z 0-9 . - _)";
 		return -EINVAL;
 	}

@@ -56,9 +56,6 @@ struct mesh_text_vm_request {
 int mesh_text_parse_vm_request(const char *text, size_t len, bool with_port,
 			       struct mesh_text_vm_request *out, const char **why);
 
-/* Whether name is a port name (1 to 15 of a-z A-Z 0-9 . - _, not . or ..). */
-bool mesh_text_port_name_ok(const char *name, size_t n);
-
 /* ---- mesh-set body ---- */
 
 /* "mode=off|unicast|multicast" at most once, "prefix=CIDR" up to

@@ -40,13 +40,10 @@ void port_config_init(struct port_config *cfg)
 	cfg->mtu = PORT_MTU_DEFAULT;
 }
 
-/* Letters, digits, '.', '-' and '_': a netdev name the kernel takes
- * (dev_valid_name) that every text form can also carry unquoted. */
-static bool name_ok(const char *name)
+bool port_name_ok(const char *name, size_t n)
 {
-	size_t n = strnlen(name, PORT_NAME_MAX);
-
-	if (n == 0 || n >= PORT_NAME_MAX || !strcmp(name, ".") || !strcmp(name, ".."))
+	if (n == 0 || n >= PORT_NAME_MAX || (n == 1 && name[0] == '.') ||
+	    (n == 2 && name[0] == '.' && name[1] == '.'))
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		char c = name[i];
@@ -237,7 +234,7 @@ int port_config_check(const struct port_config *cfg, const char **why)
 
 	if (!why)
 		why = &unused;
-	if (!name_ok(cfg->name)) {
+	if (!port_name_ok(cfg->name, strnlen(cfg->name, PORT_NAME_MAX))) {
 		*why = "name must be 1 to 15 letters, digits, '.', '-' or '_'";
 		return -EINVAL;
 	}

@@ -135,6 +135,10 @@ struct port_info {
 /* Whether a and b are the same address and prefix length; and whether
  * list[0, n) holds a. The one equality of port addresses. */
 bool port_addr_equal(const struct port_addr *a, const struct port_addr *b);
+/* name[0, n): letters, digits, '.', '-' and '_', not "." or "..", shorter
+ * than PORT_NAME_MAX: a netdev name the kernel takes (dev_valid_name) that
+ * every text form can also carry unquoted. */
+bool port_name_ok(const char *name, size_t n);
 bool port_addr_listed(const struct port_addr *list, size_t n, const struct port_addr *a);
 /* Whether any address of a is also one of b's. */
 bool port_config_share_addr(const struct port_config *a, const struct port_config *b);

@@ -140,15 +140,15 @@ static void test_values(void)
 	a = cidr("a4d::1");
 	CHECK(!mesh_text_in_prefix(&m, &a));
 
-	CHECK(mesh_text_port_name_ok("vm-1.a_b", 8));
-	CHECK(mesh_text_port_name_ok("abcdefghijklmno", 15));
-	CHECK(!mesh_text_port_name_ok("abcdefghijklmnop", 16));
-	CHECK(!mesh_text_port_name_ok("", 0));
-	CHECK(!mesh_text_port_name_ok(".", 1));
-	CHECK(!mesh_text_port_name_ok("..", 2));
-	CHECK(mesh_text_port_name_ok("...", 3));
-	CHECK(!mesh_text_port_name_ok("vm 1", 4));
-	CHECK(!mesh_text_port_name_ok("vm/1", 4));
+	CHECK(port_name_ok("vm-1.a_b", 8));
+	CHECK(port_name_ok("abcdefghijklmno", 15));
+	CHECK(!port_name_ok("abcdefghijklmnop", 16));
+	CHECK(!port_name_ok("", 0));
+	CHECK(!port_name_ok(".", 1));
+	CHECK(!port_name_ok("..", 2));
+	CHECK(port_name_ok("...", 3));
+	CHECK(!port_name_ok("vm 1", 4));
+	CHECK(!port_name_ok("vm/1", 4));
 }
 
 /* ---- request bodies ---------------------------------------------------- */
