@@ -43,7 +43,8 @@ commands() {
 
 mapfile -t D_LONG < <(long_opts "$SRC/daemon/weftd.c")
 mapfile -t D_SHORT < <(short_opts "$SRC/daemon/weftd.c")
-mapfile -t D_ENV < <(env_vars "$SRC/daemon" "$SRC/wg" "$SRC/tun" "$SRC/crypto" "$SRC/router" "$SRC/ndp")
+mapfile -t D_ENV < <(env_vars "$SRC/daemon" "$SRC/datapath" "$SRC/port" "$SRC/mesh" "$SRC/wg" "$SRC/tun" \
+	"$SRC/ndp" "$SRC/router" "$SRC/crypto" "$SRC/pkt")
 mapfile -t C_ENV < <(env_vars "$SRC/cli")
 # weft: main's options, then every flag a subcommand compares an argument with.
 mapfile -t C_FLAGS < <({
