@@ -133,6 +133,7 @@ void dp_rx_udp(struct wg_worker *w, struct op *op, uint32_t len)
 {
 	struct wg_pkt *p = op->pkt;
 	uint32_t seg = gro_size(&op->msg);
+	bool mesh = wg_mesh_enabled(w->dev); /* once per GRO run */
 
 	if (!len) {
 		wg_stat_inc(&w->dev->stats, drop_malformed); /* an empty datagram */
@@ -151,7 +152,7 @@ void dp_rx_udp(struct wg_worker *w, struct op *op, uint32_t len)
 
 		if (v == WG_RX_DONE)
 			continue;
-		if (wg_mesh_enabled(w->dev)) {
+		if (mesh) {
 			if (!wg_mesh_receive(w->dev, &rx, v))
 				continue;
 		} else if (v == WG_RX_FOREIGN) {
