@@ -603,16 +603,17 @@ int main(int argc, char **argv)
 			log_info("Shutting down");
 			break;
 		}
-		if (pfd[1].revents)
-			break;
 		/* A move is not a deletion: the link is gone only when the
-		 * device itself is, which the TUN fd tells. */
-		if (pfd[2].revents && (c = tun_link_watch_update(watch, &st)) > 0)
-			link_follow(dev, &st);
+		 * device itself is, which the TUN fd tells. Asked before the
+		 * workers' stop request, which a deletion also raises. */
 		if (tun_link_watch_gone(watch)) {
 			log_info("TUN device deleted; shutting down");
 			break;
 		}
+		if (pfd[1].revents)
+			break;
+		if (pfd[2].revents && (c = tun_link_watch_update(watch, &st)) > 0)
+			link_follow(dev, &st);
 		if (pfd[2].revents && c < 0 && c != -EAGAIN)
 			log_error("cannot read the TUN link: %s", strerror(-c));
 		if (pfd[3].revents) {
