@@ -57,7 +57,8 @@ _Static_assert((int)PORT_L2_LEN <= (int)WG_PKT_FRONT, "buffers leave room for a 
 /* This worker's queue of a VM port. */
 struct wport {
 	struct wg_port *port; /* a reference, dropped when retired and idle */
-	int fd;
+	const struct dp_port_io *io;
+	int fd;               /* tap: this worker's queue */
 	unsigned int reads;   /* armed reads */
 	unsigned int inflight;
 	bool retired;
@@ -185,13 +186,38 @@ void dp_rx_mesh_released(struct wg_worker *w);
 /* End of a batch: writes the coalesced TCP packets out. */
 void dp_rx_flush(struct wg_worker *w);
 
-/* worker_port.c: the VM ports */
+/* worker_port.c, port_tap.c, port_vhost.c: the VM ports */
+
+/* The data-path half of a port type (the control half is struct
+ * port_class, port/ports.h): how a worker serves its queues. port_tap.c
+ * and port_vhost.c; an attached port has none, as its VM is reached
+ * through the TUN. A hook left NULL does nothing. */
+struct dp_port_io {
+	/* Whether worker w serves a queue of the port. */
+	bool (*serves)(const struct wg_worker *w, const struct wg_port *port);
+	/* wp is new to the worker, or the port's queues changed. */
+	void (*follow)(struct wg_worker *w, struct wport *wp);
+	/* wp is retired: the reads armed on it are cancelled. */
+	void (*retire)(struct wg_worker *w, struct wport *wp);
+	/* Tops up the reads armed on wp (tso_reads: of super-packet size). */
+	void (*arm)(struct wg_worker *w, struct wport *wp, unsigned int tso_reads);
+	/* Whether the VM takes a frame with virtio-net header h whole (else
+	 * it gets the packet split); NULL: always. */
+	bool (*takes)(const struct wport *wp, const struct tun_vnet_hdr *h);
+	/* Sends the Ethernet frame[0, len) in p, with header h, to the VM;
+	 * there are PORT_VNET_LEN bytes of room in front of frame. p stays
+	 * the caller's. */
+	void (*write)(struct wg_worker *w, struct wport *wp, struct wg_pkt *p,
+		      const struct tun_vnet_hdr *h, uint8_t *frame, uint32_t len);
+	/* An operation on wp (op->wport) completed with res. */
+	void (*completed)(struct wg_worker *w, struct op *op, int res);
+};
+
+extern const struct dp_port_io dp_tap_io, dp_vhost_io;
 
 void wg_worker_follow_ports(struct wg_worker *w);
-bool wport_arm_read(struct wg_worker *w, struct wport *wp);
 void wport_release(struct wg_worker *w, struct wport *wp);
 void wport_received(struct wg_worker *w, struct wport *wp, struct wg_pkt *p, uint32_t res);
-void wport_vhost_completed(struct wg_worker *w, struct op *op, int res);
 void wg_worker_port_output(struct wg_worker *w, struct wg_port *port, struct wg_pkt *p,
 			   uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet);
 

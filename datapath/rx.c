@@ -62,7 +62,7 @@ static void deliver(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t
 	int ret;
 
 	/* An attached port's VM is reached through the TUN, like the host. */
-	if (port && port->cfg.type == PORT_ATTACHED) {
+	if (port && port->class->via_host) {
 		port_count(&port->counters, tx_packets, 1);
 		port_count(&port->counters, tx_bytes, len);
 		port = NULL;

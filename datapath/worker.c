@@ -485,35 +485,10 @@ static void complete(struct wg_worker *w, struct op *op, int res)
 		pkt_put(w, p);
 		break;
 	case OP_PORT_READ:
-		op->wport->reads--;
-		op->wport->inflight--;
-		if (res > 0 && !op->wport->retired && !atomic_load(&dev->stopping)) {
-			wport_received(w, op->wport, p, (uint32_t)res);
-		} else {
-			if (res < 0 && res != -EAGAIN && res != -EINTR && res != -ECANCELED &&
-			    !op->wport->dead) {
-				/* The netdev went away under its VM: stop reading. */
-				op->wport->dead = true;
-				log_error("port %s: read failed: %s; port stopped",
-					  op->wport->port->cfg.name, strerror(-res));
-			}
-			pkt_put(w, p);
-		}
-		wport_release(w, op->wport);
-		break;
 	case OP_PORT_WRITE:
-		op->wport->inflight--;
-		if (res < 0) {
-			port_count_drop(&op->wport->port->counters, PORT_DROP_tx_error);
-			log_ratelimited(WG_LOG_DEBUG, "port %s: write failed: %s",
-					op->wport->port->cfg.name, strerror(-res));
-		}
-		pkt_put(w, p);
-		wport_release(w, op->wport);
-		break;
 	case OP_VHOST_KICK:
 	case OP_VHOST_DRAIN:
-		wport_vhost_completed(w, op, res);
+		op->wport->io->completed(w, op, res);
 		break;
 	case OP_WAKE:
 		follow_sockets(w);
@@ -554,10 +529,8 @@ static void refill(struct wg_worker *w)
 			tso_reads = PORT_READS_TSO;
 		else if (!tso_reads)
 			tso_reads = 1;
-		while (!wp->port->vhost && !wp->dead &&
-		       wp->reads < (wp->port->offload ? tso_reads : PORT_READS) &&
-		       wport_arm_read(w, wp))
-			;
+		if (wp->io->arm)
+			wp->io->arm(w, wp, tso_reads);
 	}
 }
 

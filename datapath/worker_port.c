@@ -1,6 +1,7 @@
-/* The worker's VM-port data path: each worker's queues of the device's tap
- * and vhost-user ports, frames read from a VM checked and routed, packets
- * for a VM framed and written to its tap queue or its guest's RX ring. */
+/* The worker's VM-port data path, whatever the port's type: which ports
+ * this worker serves, frames read from a VM checked and routed, packets for
+ * a VM framed and handed to the type's write (port_tap.c, port_vhost.c;
+ * struct dp_port_io), or to the TUN for an attached port's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -30,17 +31,19 @@ void wport_release(struct wg_worker *w, struct wport *wp)
 	}
 }
 
-static void vhost_follow(struct wg_worker *w, struct wport *wp);
+/* The data-path half of each port type; none for a port whose VM the host
+ * kernel reaches (port_class.via_host). */
+static const struct dp_port_io *io_of(const struct wg_port *port)
+{
+	if (port->class->via_host)
+		return NULL;
+	return port->cfg.type == PORT_VHOST_USER ? &dp_vhost_io : &dp_tap_io;
+}
 
 static void wport_retire(struct wg_worker *w, struct wport *wp)
 {
-	struct io_uring_sqe *sqe;
-
 	wp->retired = true;
-	if (wp->port->vhost)
-		vhost_follow(w, wp); /* cancels the kick reads */
-	else if (wp->reads && wg_worker_prepare(w, OP_CANCEL, &sqe))
-		io_uring_prep_cancel_fd(sqe, wp->fd, IORING_ASYNC_CANCEL_ALL);
+	wp->io->retire(w, wp);
 	wport_release(w, wp);
 }
 
@@ -53,6 +56,7 @@ void wg_worker_follow_ports(struct wg_worker *w)
 	w->n_active = 0;
 	for (int i = 0; i < PORT_MAX; i++) {
 		struct wg_port *port = dev->ports->slot[i];
+		const struct dp_port_io *io = port ? io_of(port) : NULL;
 		struct wport *wp = w->wports[i];
 
 		if (wp && wp->port != port) {
@@ -60,7 +64,7 @@ void wg_worker_follow_ports(struct wg_worker *w)
 			wport_retire(w, wp);
 			wp = NULL;
 		}
-		if (port && !wp && (port->vhost || port->n_fds > w->id)) {
+		if (io && !wp && io->serves(w, port)) {
 			wp = calloc(1, sizeof(*wp));
 			if (!wp) {
 				log_error("worker %d: no memory to serve port %s", w->id, port->cfg.name);
@@ -68,6 +72,7 @@ void wg_worker_follow_ports(struct wg_worker *w)
 			}
 			wg_port_get(port);
 			wp->port = port;
+			wp->io = io;
 			wp->fd = port->fds[w->id];
 			w->wports[i] = wp;
 		}
@@ -75,111 +80,17 @@ void wg_worker_follow_ports(struct wg_worker *w)
 			w->active[w->n_active++] = wp;
 	}
 	for (unsigned int i = 0; i < w->n_active; i++)
-		if (w->active[i]->port->vhost)
-			vhost_follow(w, w->active[i]);
+		if (w->active[i]->io->follow)
+			w->active[i]->io->follow(w, w->active[i]);
 }
 
-bool wport_arm_read(struct wg_worker *w, struct wport *wp)
-{
-	struct io_uring_sqe *sqe;
-	/* With TSO a frame may be a 64 KiB super-packet. */
-	struct wg_pkt *p = wp->port->offload ? pkt_get(w) : pkt_get_for(w, wp->port->cfg.mtu);
-	struct op *op = p ? wg_worker_prepare(w, OP_PORT_READ, &sqe) : NULL;
-
-	if (!op) {
-		if (p)
-			pkt_put(w, p);
-		return false;
-	}
-	op->pkt = p;
-	op->wport = wp;
-	/* The frame lands so that its IP packet starts at WG_PKT_FRONT. */
-	io_uring_prep_read(sqe, wp->fd, wg_pkt_payload(p) - PORT_L2_LEN,
-			   p->cap - WG_PKT_TAILROOM - (p->off - PORT_L2_LEN), 0);
-	wp->reads++;
-	wp->inflight++;
-	return true;
-}
-
-/* Writes the frame (behind its virtio-net header) at buf[0, len) of p to
- * the VM; p stays referenced until done. */
-static void port_write(struct wg_worker *w, struct wport *wp, struct wg_pkt *p, uint8_t *buf,
-		       uint32_t len)
-{
-	struct port_counters *c = &wp->port->counters;
-	struct io_uring_sqe *sqe;
-	struct op *op = wg_worker_prepare(w, OP_PORT_WRITE, &sqe);
-
-	if (!op) {
-		port_count_drop(c, PORT_DROP_no_buffer);
-		return;
-	}
-	p->refs++;
-	op->pkt = p;
-	op->wport = wp;
-	wp->inflight++;
-	io_uring_prep_write(sqe, wp->fd, buf, len, 0);
-	port_count(c, tx_packets, 1);
-	port_count(c, tx_bytes, len - PORT_VNET_LEN);
-}
-
-/* --- vhost-user ports: guest rings --- */
-
-/* Whether the guest negotiated what the virtio-net header h asks of it. */
-static bool vhost_guest_takes(const struct wg_port *port, const struct tun_vnet_hdr *h)
-{
-	uint64_t f = port->vhost->vdev.features;
-	unsigned int gso = h->gso_type & ~VIRTIO_NET_HDR_GSO_ECN;
-
-	if ((h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) && !(f & (1ull << VIRTIO_NET_F_GUEST_CSUM)))
-		return false;
-	if (gso == VIRTIO_NET_HDR_GSO_TCPV4)
-		return f & (1ull << VIRTIO_NET_F_GUEST_TSO4);
-	if (gso == VIRTIO_NET_HDR_GSO_TCPV6)
-		return f & (1ull << VIRTIO_NET_F_GUEST_TSO6);
-	return gso == VIRTIO_NET_HDR_GSO_NONE;
-}
-
-/* Places one frame (with its virtio-net header h) in the guest's RX ring
- * of this worker's queue pair, under that ring's lock (workers share the
- * guest's queues when it has fewer than there are workers). */
-static void vhost_output(struct wg_worker *w, struct wg_port *port, const struct tun_vnet_hdr *h,
-			 const uint8_t *frame, uint32_t len)
-{
-	struct wg_vhost *v = port->vhost;
-	unsigned int pairs = vhu_ring_count(&v->vdev) / 2, q = pairs ? (unsigned int)w->id % pairs : 0;
-	struct virtq *vq;
-	bool notify = false;
-	int r = -ENOBUFS;
-
-	if (pairs && !vhu_ring_ready(&v->vdev, 2 * q))
-		q = 0;
-	if (pairs && vhu_ring_ready(&v->vdev, 2 * q)) {
-		vq = vhu_ring_vq(&v->vdev, 2 * q);
-		pthread_spin_lock(&v->rx_lock[q]);
-		r = virtq_net_rx_write(vq, (const struct virtio_net_hdr *)h, frame, len);
-		notify = r > 0 && virtq_should_notify(vq);
-		pthread_spin_unlock(&v->rx_lock[q]);
-		if (notify)
-			virtq_notify(vq);
-	}
-	if (r > 0) {
-		port_count(&port->counters, tx_packets, 1);
-		port_count(&port->counters, tx_bytes, len);
-	} else if (r == -EIO) {
-		port_count_drop(&port->counters, PORT_DROP_tx_error);
-		wg_vhost_report_broken(port);
-	} else {
-		port_count_drop(&port->counters, r == -EMSGSIZE ? PORT_DROP_too_big : PORT_DROP_no_buffer);
-	}
-}
-
-/* A super-packet or checksum-offloaded packet for a guest that did not
+/* A super-packet or checksum-offloaded packet for a VM that did not
  * negotiate taking it so: split, checksums done, one frame each. */
-static void vhost_output_split(struct wg_worker *w, struct wg_port *port, struct wg_pkt *p,
-			       uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet)
+static void port_output_split(struct wg_worker *w, struct wport *wp, struct wg_pkt *p,
+			      uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet)
 {
 	static const struct tun_vnet_hdr none;
+	struct wg_port *port = wp->port;
 	struct tun_offload_info info;
 	enum port_drop why;
 	unsigned int n;
@@ -194,18 +105,17 @@ static void vhost_output_split(struct wg_worker *w, struct wg_port *port, struct
 	if (!n)
 		port_count_drop(&port->counters, why);
 	for (unsigned int i = 0; i < n; i++) {
-		uint8_t *seg = wg_pkt_payload(w->seg_pkts[i]);
+		struct wg_pkt *s = w->seg_pkts[i];
+		uint8_t *seg = wg_pkt_payload(s);
 
 		frame_eth_header(seg - FRAME_ETH_HLEN, port->cfg.vm_mac, port->ndp.router_mac,
 				 seg[0] >> 4);
-		vhost_output(w, port, &none, seg - FRAME_ETH_HLEN, w->seg_pkts[i]->len + FRAME_ETH_HLEN);
-		pkt_put(w, w->seg_pkts[i]);
+		wp->io->write(w, wp, s, &none, seg - FRAME_ETH_HLEN, s->len + FRAME_ETH_HLEN);
+		pkt_put(w, s);
 	}
 }
 
-/* Sends the IP packet ip[0, len) of p to the VM of port: an Ethernet header
- * from the router in front, and a virtio-net header: vnet (a coalesced
- * super-packet's, whose offsets count from the IP header) or none. */
+/* An attached port's VM gets the IP packet through the TUN, as the host's. */
 static void attached_output(struct wg_worker *w, struct wg_port *port, struct wg_pkt *p,
 			    uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet)
 {
@@ -223,6 +133,9 @@ static void attached_output(struct wg_worker *w, struct wg_port *port, struct wg
 	}
 }
 
+/* Sends the IP packet ip[0, len) of p to the VM of port: an Ethernet header
+ * from the router in front, and a virtio-net header: vnet (a coalesced
+ * super-packet's, whose offsets count from the IP header) or none. */
 void wg_worker_port_output(struct wg_worker *w, struct wg_port *port, struct wg_pkt *p,
 			   uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet)
 {
@@ -231,7 +144,7 @@ void wg_worker_port_output(struct wg_worker *w, struct wg_port *port, struct wg_
 
 	/* An attached port's VM is the host kernel's to reach: through the
 	 * TUN and the route weftd installed to its netdev. */
-	if (port->cfg.type == PORT_ATTACHED) {
+	if (port->class->via_host) {
 		attached_output(w, port, p, ip, len, vnet);
 		return;
 	}
@@ -250,17 +163,12 @@ void wg_worker_port_output(struct wg_worker *w, struct wg_port *port, struct wg_
 		port_count_drop(&port->counters, PORT_DROP_too_big);
 		return;
 	}
-	if (port->vhost && !vhost_guest_takes(port, &h)) {
-		vhost_output_split(w, port, p, ip, len, vnet);
+	if (wp->io->takes && !wp->io->takes(wp, &h)) {
+		port_output_split(w, wp, p, ip, len, vnet);
 		return;
 	}
 	frame_eth_header(ip - FRAME_ETH_HLEN, port->cfg.vm_mac, port->ndp.router_mac, ip[0] >> 4);
-	if (port->vhost) {
-		vhost_output(w, port, &h, ip - FRAME_ETH_HLEN, len + FRAME_ETH_HLEN);
-		return;
-	}
-	memcpy(ip - PORT_L2_LEN, &h, sizeof(h));
-	port_write(w, wp, p, ip - PORT_L2_LEN, len + PORT_L2_LEN);
+	wp->io->write(w, wp, p, &h, ip - FRAME_ETH_HLEN, len + FRAME_ETH_HLEN);
 }
 
 /* ARP or ICMPv6 from the VM: true when the responder took it (answered,
@@ -281,13 +189,10 @@ static bool port_neighbour(struct wg_worker *w, struct wport *wp, const uint8_t 
 	out = wg_pkt_payload(r) - FRAME_ETH_HLEN;
 	v = ndp_handle(&port->ndp, &port->ndp_state, wg_clock_now() / NSEC_PER_MSEC, frame, len,
 		       out, r->cap - WG_PKT_TAILROOM - (r->off - FRAME_ETH_HLEN), &rlen);
-	if (v == NDP_REPLY && port->vhost) {
+	if (v == NDP_REPLY) {
 		static const struct tun_vnet_hdr none;
 
-		vhost_output(w, port, &none, out, (uint32_t)rlen);
-	} else if (v == NDP_REPLY) {
-		memset(out - PORT_VNET_LEN, 0, PORT_VNET_LEN);
-		port_write(w, wp, r, out - PORT_VNET_LEN, (uint32_t)rlen + PORT_VNET_LEN);
+		wp->io->write(w, wp, r, &none, out, (uint32_t)rlen);
 	} else if (ndp_verdict_is_drop(v)) {
 		port_count_drop(&port->counters, PORT_DROP_ndp);
 	}
@@ -396,153 +301,4 @@ void wport_received(struct wg_worker *w, struct wport *wp, struct wg_pkt *p, uin
 		route_offloaded(w, wp, p, &ip, &info, &vnet);
 	else
 		wg_worker_route(w, &p, 1, true); /* to a peer, another VM or the host */
-}
-
-/* --- vhost-user ports: guest TX rings --- */
-
-enum { VHOST_DRAIN_BUDGET = 256 }; /* frames per ring per turn */
-
-static struct virtq *vhost_tx_ring(struct wport *wp, unsigned int q)
-{
-	struct vhu_dev *vdev = &wp->port->vhost->vdev;
-
-	return vhu_ring_ready(vdev, 2 * q + 1) ? vhu_ring_vq(vdev, 2 * q + 1) : NULL;
-}
-
-/* The read is prepared here, under the device's read lock, but submitted
- * at the next loop turn, after the lock is let go. The port thread may close
- * the ring's kick eventfd in between (a new SET_VRING_KICK, a disconnect), and
- * the number may be handed to another file at once: a read on the bare
- * number would then land on that file. So the read goes to a duplicate that
- * the operation owns and closes when it is put back (op_put); nobody else
- * can close it, and once submitted the kernel holds the file itself. */
-static void vhost_arm_kick(struct wg_worker *w, struct wport *wp, unsigned int q)
-{
-	struct io_uring_sqe *sqe;
-	struct op *op;
-	int fd = fcntl(vhu_ring_kick_fd(&wp->port->vhost->vdev, 2 * q + 1), F_DUPFD_CLOEXEC, 0);
-
-	if (fd < 0) {
-		log_ratelimited(WG_LOG_ERROR, "port %s: cannot hold ring %u's kick fd: %s",
-				wp->port->cfg.name, 2 * q + 1, strerror(errno));
-		return;
-	}
-	op = wg_worker_prepare(w, OP_VHOST_KICK, &sqe);
-	if (!op) {
-		close(fd);
-		return;
-	}
-	op->owned_fd = fd;
-	op->wport = wp;
-	op->queue = q;
-	wp->inflight++;
-	wp->kick[q] = op;
-	io_uring_prep_read(sqe, fd, &wp->kick_val[q], sizeof(wp->kick_val[q]), 0);
-}
-
-/* Comes back to ring q at the next loop turn (a no-op's completion). */
-static void vhost_schedule_drain(struct wg_worker *w, struct wport *wp, unsigned int q)
-{
-	struct io_uring_sqe *sqe;
-	struct op *op = wg_worker_prepare(w, OP_VHOST_DRAIN, &sqe);
-
-	if (!op)
-		return;
-	op->wport = wp;
-	op->queue = q;
-	wp->inflight++;
-	io_uring_prep_nop(sqe);
-}
-
-/* Takes the guest's frames from TX ring q, each into its own buffer with
- * its IP packet at WG_PKT_FRONT, as a tap read would have put it. */
-static void vhost_drain(struct wg_worker *w, struct wport *wp, unsigned int q)
-{
-	struct virtq *vq = vhost_tx_ring(wp, q);
-	struct port_counters *c = &wp->port->counters;
-	bool more = true;
-
-	if (!vq)
-		return;
-	for (unsigned int n = 0; n < VHOST_DRAIN_BUDGET; n++) {
-		struct wg_pkt *p = pkt_get(w);
-		uint8_t *buf;
-		int got;
-
-		if (!p)
-			break; /* the frame waits in the ring */
-		buf = wg_pkt_payload(p) - FRAME_ETH_HLEN - vq->hdr_len;
-		got = virtq_net_tx_read(vq, buf, p->cap - WG_PKT_TAILROOM - (uint32_t)(buf - p->data));
-		if (got <= 0 || (size_t)got < vq->hdr_len) {
-			pkt_put(w, p);
-			if (got == 0) {
-				more = false;
-				break;
-			}
-			if (got == -EIO) {
-				log_ratelimited(WG_LOG_ERROR, "port %s: guest broke TX ring %u: %s",
-						wp->port->cfg.name, q, vq->why ? vq->why : "?");
-				wg_vhost_report_broken(wp->port);
-				return;
-			}
-			port_count_drop(c, got == -EMSGSIZE ? PORT_DROP_too_big : PORT_DROP_malformed);
-			continue;
-		}
-		/* The 12-byte header's num_buffers means nothing on TX: keep
-		 * the 10-byte header right in front of the frame. */
-		if (vq->hdr_len > PORT_VNET_LEN)
-			memmove(buf + vq->hdr_len - PORT_VNET_LEN, buf, PORT_VNET_LEN);
-		wport_received(w, wp, p, (uint32_t)got - vq->hdr_len + PORT_VNET_LEN);
-	}
-	if (virtq_should_notify(vq))
-		virtq_notify(vq);
-	if (more)
-		vhost_schedule_drain(w, wp, q); /* out of budget or of buffers */
-}
-
-/* The rings of a vhost-user port changed (or the port is new): drop the
- * kick reads armed on the old eventfds and arm them for the rings that are
- * ready now, draining each once in case the guest queued before. */
-static void vhost_follow(struct wg_worker *w, struct wport *wp)
-{
-	unsigned int pairs = vhu_ring_count(&wp->port->vhost->vdev) / 2;
-
-	for (unsigned int q = 0; q < VHU_MAX_QUEUE_PAIRS; q++) {
-		struct io_uring_sqe *sqe;
-
-		if (wp->kick[q] && wg_worker_prepare(w, OP_CANCEL, &sqe))
-			io_uring_prep_cancel(sqe, wp->kick[q], 0);
-		wp->kick[q] = NULL;
-		if (wp->retired || q >= pairs || q % (unsigned int)w->dev->n_workers != (unsigned int)w->id ||
-		    !vhost_tx_ring(wp, q))
-			continue;
-		vhost_arm_kick(w, wp, q);
-		vhost_schedule_drain(w, wp, q);
-	}
-}
-
-void wport_vhost_completed(struct wg_worker *w, struct op *op, int res)
-{
-	struct wport *wp = op->wport;
-	unsigned int q = op->queue;
-
-	/* A kick read that is no longer the ring's was cancelled (the ring
-	 * moved on), or took a kick just before: that kick is still served. */
-	bool current = op->type != OP_VHOST_KICK || wp->kick[q] == op;
-
-	wp->inflight--;
-	if (op->type == OP_VHOST_KICK) {
-		if (current)
-			wp->kick[q] = NULL;
-		if (res < 0 && res != -EINTR && res != -EAGAIN)
-			goto out;
-	}
-	if (!wp->retired && !atomic_load(&w->dev->stopping) && vhost_tx_ring(wp, q)) {
-		if (op->type == OP_VHOST_KICK && current)
-			vhost_arm_kick(w, wp, q);
-		/* A drain no-op may be one of several: take what is there. */
-		vhost_drain(w, wp, q);
-	}
-out:
-	wport_release(w, wp);
 }

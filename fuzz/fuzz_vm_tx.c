@@ -1,5 +1,5 @@
 /* libFuzzer target for the consumer side of a guest's TX ring, end to end
- * as a worker serves it (datapath/worker_port.c): vhost_drain takes each frame
+ * as a worker serves it (datapath/port_vhost.c): vhost_drain takes each frame
  * with virtq_net_tx_read into a packet buffer laid out as production lays
  * it out, wport_received classifies it (frame_classify), parses its
  * virtio-net header when the guest offloaded (tun_offload_parse_hdr,
@@ -74,7 +74,7 @@ enum {
 	 * the Ethernet header. */
 	PORT_VNET_LEN = TUN_VNET_HDR_LEN,
 	PORT_L2_LEN = PORT_VNET_LEN + FRAME_ETH_HLEN,
-	/* datapath/worker_port.c's frames per ring per turn. */
+	/* datapath/port_vhost.c's frames per ring per turn. */
 	VHOST_DRAIN_BUDGET = 256,
 	MAX_OPS = 64,
 	OP_FRAME = 0,

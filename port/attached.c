@@ -142,7 +142,10 @@ static int open_socket(int ifindex)
 	return fd;
 }
 
-int wg_attached_open(struct wg_device *dev, struct wg_port *port)
+/* Before publishing: finds the netdev, takes its MAC as the router MAC
+ * (the kernel then accepts the VM's routed frames as its own), opens its
+ * packet socket and sets IPv4 rp_filter. 0 or -errno. */
+static int attached_open(struct wg_device *dev, struct wg_port *port)
 {
 	const char *name = port->cfg.name;
 	int err, ifindex = tun_link_index(name);
@@ -214,7 +217,7 @@ static void *thread_main(void *arg)
 			 * since epoll_wait is no longer in its slot. */
 			pthread_rwlock_rdlock(&dev->lock);
 			port = slot < PORT_MAX ? dev->ports->slot[slot] : NULL;
-			if (port && port->cfg.type == PORT_ATTACHED && port->pkt_fd == fd)
+			if (port && port->class == &port_attached_class && port->pkt_fd == fd)
 				serve(port);
 			pthread_rwlock_unlock(&dev->lock);
 		}
@@ -257,8 +260,9 @@ fail:
 
 /* ---- routes and the bypass -------------------------------------------- */
 
-void wg_attached_addr_added(struct wg_device *dev, struct wg_port *port,
-			    const struct port_addr *a)
+/* Write lock: an address registered to or removed from the port. */
+static void attached_addr_added(struct wg_device *dev, struct wg_port *port,
+				const struct port_addr *a)
 {
 	struct wg_attached *at = dev->ports->attached;
 	int err = tun_route_add(a->family, a->addr, a->cidr, port->ifindex);
@@ -273,8 +277,8 @@ void wg_attached_addr_added(struct wg_device *dev, struct wg_port *port,
 	}
 }
 
-void wg_attached_addr_removed(struct wg_device *dev, struct wg_port *port,
-			      const struct port_addr *a)
+static void attached_addr_removed(struct wg_device *dev, struct wg_port *port,
+				  const struct port_addr *a)
 {
 	struct wg_attached *at = dev->ports->attached;
 
@@ -284,7 +288,9 @@ void wg_attached_addr_removed(struct wg_device *dev, struct wg_port *port,
 	tun_route_del(a->family, a->addr, a->cidr, port->ifindex);
 }
 
-int wg_attached_published(struct wg_device *dev, struct wg_port *port)
+/* Once published (write lock): the NDP reader, the host routes, the
+ * bypass program and its map entries. 0 or -errno. */
+static int attached_published(struct wg_device *dev, struct wg_port *port)
 {
 	struct wg_attached *at = state(dev);
 	struct epoll_event ev = { .events = EPOLLIN };
@@ -310,16 +316,18 @@ int wg_attached_published(struct wg_device *dev, struct wg_port *port)
 	 * would outlive the addresses; the port's own follow. */
 	tun_route_flush(port->ifindex);
 	for (size_t i = 0; i < port->cfg.n_addrs; i++)
-		wg_attached_addr_added(dev, port, &port->cfg.addrs[i]);
+		attached_addr_added(dev, port, &port->cfg.addrs[i]);
 	return 0;
 }
 
-void wg_attached_close(struct wg_device *dev, struct wg_port *port)
+/* Write lock, the port out of the slot table: its routes, map entries,
+ * program and packet socket go. */
+static void attached_close(struct wg_device *dev, struct wg_port *port)
 {
 	struct wg_attached *at = dev->ports->attached;
 
 	for (size_t i = 0; i < port->cfg.n_addrs; i++)
-		wg_attached_addr_removed(dev, port, &port->cfg.addrs[i]);
+		attached_addr_removed(dev, port, &port->cfg.addrs[i]);
 	if (at && port->bypassed)
 		wg_bypass_detach(at->bypass, port->slot);
 	port->bypassed = false;
@@ -331,14 +339,18 @@ void wg_attached_close(struct wg_device *dev, struct wg_port *port)
 	}
 }
 
-void wg_attached_stats(struct wg_device *dev, const struct wg_port *port, uint64_t *packets,
-		       uint64_t *bytes, uint64_t *spoofed)
+/* The bypass program's counters (zero without BPF); what it dropped for a
+ * source not registered to the port counts with userspace's drops. */
+static void attached_info(struct wg_device *dev, const struct wg_port *port,
+			  struct port_info *info)
 {
 	struct wg_attached *at = dev->ports->attached;
+	uint64_t spoofed = 0;
 
-	*packets = *bytes = *spoofed = 0;
 	if (at && port->bypassed)
-		wg_bypass_stats(at->bypass, port->slot, packets, bytes, spoofed);
+		wg_bypass_stats(at->bypass, port->slot, &info->bypass_packets, &info->bypass_bytes,
+				&spoofed);
+	info->drop_spoofed_source += spoofed;
 }
 
 void wg_attached_stop(struct wg_device *dev)
@@ -367,3 +379,14 @@ void wg_attached_free(struct wg_device *dev)
 	free(at);
 	dev->ports->attached = NULL;
 }
+
+const struct port_class port_attached_class = {
+	.type = PORT_ATTACHED,
+	.open = attached_open,
+	.published = attached_published,
+	.unpublished = attached_close,
+	.addr_added = attached_addr_added,
+	.addr_removed = attached_addr_removed,
+	.info = attached_info,
+	.via_host = true,
+};

@@ -11,10 +11,6 @@
 #include <unistd.h>
 
 #include "port/attached.h"
-#include "port/vhost.h"
-#include "tun/netlink.h"
-#include "tun/offload.h"
-#include "tun/tun.h"
 #include "wg/device.h"
 #include "wg/log.h"
 
@@ -29,7 +25,8 @@ void wg_port_put(struct wg_port *port)
 {
 	if (atomic_fetch_sub(&port->refs, 1) != 1)
 		return;
-	wg_vhost_stop(port);
+	if (port->class && port->class->release)
+		port->class->release(port);
 	for (int i = 0; i < port->n_fds; i++)
 		if (port->fds[i] >= 0)
 			close(port->fds[i]);
@@ -97,48 +94,17 @@ static bool addresses_taken(struct wg_device *dev, const struct port_config *cfg
 	return false;
 }
 
-/* Lets the VM's kernel hand over TCP super-packets and leave checksums to
- * us, as it would to a virtio-net NIC (WEFT_TAP_OFFLOAD=0: off). */
-static bool tap_offload(struct wg_port *port)
+static const struct port_class *class_of(enum port_type type)
 {
-	const char *env = getenv("WEFT_TAP_OFFLOAD");
-	int err = 0;
-
-	if (env && !strcmp(env, "0"))
-		return false;
-	for (int i = 0; i < port->n_fds && !err; i++)
-		err = tun_set_offload(port->fds[i], TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6);
-	if (err) {
-		log_info("port %s: no TSO on the tap (%s): one packet per frame", port->cfg.name,
-			 strerror(-err));
-		for (int i = 0; i < port->n_fds; i++)
-			tun_set_offload(port->fds[i], 0);
-	}
-	return !err;
-}
-
-static int open_queues(struct wg_device *dev, struct wg_port *port)
-{
-	int err;
-
-	switch (port->cfg.type) {
+	switch (type) {
 	case PORT_TAP:
-		err = tun_open_tap(port->cfg.name, port->fds, dev->n_workers);
-		if (err)
-			return err;
-		port->n_fds = dev->n_workers;
-		port->offload = tap_offload(port);
-		err = tun_link_set_mtu(port->cfg.name, port->cfg.mtu);
-		if (!err)
-			err = tun_link_set_up(port->cfg.name, true);
-		return err;
+		return &port_tap_class;
 	case PORT_VHOST_USER:
-		return wg_vhost_start(dev, port);
+		return &port_vhost_class;
 	case PORT_ATTACHED:
-		return wg_attached_open(dev, port);
-	default:
-		return -EINVAL;
+		return &port_attached_class;
 	}
+	return NULL;
 }
 
 static struct wg_port *port_new(struct wg_device *dev, const struct port_config *cfg, int *err)
@@ -148,6 +114,7 @@ static struct wg_port *port_new(struct wg_device *dev, const struct port_config 
 	*err = -ENOMEM;
 	if (!port)
 		return NULL;
+	port->class = class_of(cfg->type);
 	port->hop.kind = RT_HOP_PORT;
 	port->cfg = *cfg;
 	if (!port->cfg.mtu)
@@ -167,7 +134,7 @@ static struct wg_port *port_new(struct wg_device *dev, const struct port_config 
 		*err = -EINVAL;
 		goto fail;
 	}
-	*err = open_queues(dev, port);
+	*err = port->class ? port->class->open(dev, port) : -EINVAL;
 	if (*err)
 		goto fail;
 	return port;
@@ -212,8 +179,8 @@ static void unpublish(struct wg_device *dev, struct wg_port *port)
 	rt_remove_value(dev->allowed_ips, &port->hop);
 	dev->ports->slot[port->slot] = NULL;
 	atomic_fetch_add(&dev->ports->gen, 1);
-	if (port->cfg.type == PORT_ATTACHED)
-		wg_attached_close(dev, port);
+	if (port->class->unpublished)
+		port->class->unpublished(dev, port);
 }
 
 int wg_device_port_add(struct wg_device *dev, const struct port_config *cfg)
@@ -239,8 +206,8 @@ int wg_device_port_add(struct wg_device *dev, const struct port_config *cfg)
 	}
 	pthread_rwlock_wrlock(&dev->lock);
 	err = publish(dev, port);
-	if (!err && port->cfg.type == PORT_ATTACHED) {
-		err = wg_attached_published(dev, port);
+	if (!err && port->class->published) {
+		err = port->class->published(dev, port);
 		if (err)
 			unpublish(dev, port);
 	}
@@ -287,8 +254,8 @@ int wg_device_port_del(struct wg_device *dev, const char *name)
 	if (dev->hooks.local_removed)
 		dev->hooks.local_removed(dev, port->cfg.addrs, port->cfg.n_addrs);
 	/* Then no worker touches the guest's memory any more. */
-	if (wait_workers_gone(port))
-		wg_vhost_stop(port);
+	if (wait_workers_gone(port) && port->class->release)
+		port->class->release(port);
 	log_info("port %s removed", name);
 	wg_port_put(port);
 	return 0;
@@ -362,8 +329,8 @@ int wg_device_port_register(struct wg_device *dev, const char *name, const struc
 		if (!err) {
 			port->cfg.addrs[port->cfg.n_addrs++] = next.addrs[i];
 			added++;
-			if (port->cfg.type == PORT_ATTACHED)
-				wg_attached_addr_added(dev, port, &next.addrs[i]);
+			if (port->class->addr_added)
+				port->class->addr_added(dev, port, &next.addrs[i]);
 		}
 	}
 	if (added)
@@ -390,8 +357,8 @@ int wg_device_port_unregister(struct wg_device *dev, const struct port_addr *add
 		if (!port)
 			continue; /* named twice */
 		rt_remove(dev->allowed_ips, addrs[i].family, addrs[i].addr, addrs[i].cidr, &port->hop);
-		if (port->cfg.type == PORT_ATTACHED)
-			wg_attached_addr_removed(dev, port, &addrs[i]);
+		if (port->class->addr_removed)
+			port->class->addr_removed(dev, port, &addrs[i]);
 		memmove(&port->cfg.addrs[idx], &port->cfg.addrs[idx + 1],
 			(port->cfg.n_addrs - idx - 1) * sizeof(port->cfg.addrs[0]));
 		port->cfg.n_addrs--;
@@ -405,20 +372,10 @@ static void fill_info(struct wg_device *dev, const struct wg_port *port, struct 
 {
 	const struct port_counters *c = &port->counters;
 	const struct ndp_stats *ns = &port->ndp_state.stats;
-	uint64_t spoofed;
 
 	memset(info, 0, sizeof(*info));
 	info->cfg = port->cfg;
-	info->connected = port->vhost ? atomic_load(&port->vhost->connected) : true;
-	if (port->cfg.type == PORT_TAP) {
-		/* A tap is usually moved into its VM's namespace: its state is
-		 * read where it lives, through its fd, not by name here. */
-		struct tun_link_state st;
-
-		info->connected = tun_link_read(port->fds[0], &st) == 0 && st.up;
-	}
-	info->frontend_stalls = port->vhost ? atomic_load(&port->vhost->stalls) : 0;
-	info->memory_faults = port->vhost ? atomic_load(&port->vhost->memory_faults) : 0;
+	info->connected = true;
 	info->rx_packets = atomic_load(&c->rx_packets);
 	info->rx_bytes = atomic_load(&c->rx_bytes);
 	info->tx_packets = atomic_load(&c->tx_packets);
@@ -430,9 +387,8 @@ static void fill_info(struct wg_device *dev, const struct wg_port *port, struct 
 	for (int v = 0; v < NDP_VERDICT_COUNT; v++)
 		if (ndp_verdict_is_drop((enum ndp_verdict)v))
 			info->ndp_drops += atomic_load(&ns->verdicts[v]);
-	/* What the bypass program dropped counts with userspace's drops. */
-	wg_attached_stats(dev, port, &info->bypass_packets, &info->bypass_bytes, &spoofed);
-	info->drop_spoofed_source += spoofed;
+	if (port->class->info)
+		port->class->info(dev, port, info);
 }
 
 int wg_device_port_list(struct wg_device *dev, struct port_info **out, size_t *n)
@@ -486,8 +442,8 @@ void wg_ports_halt_backends(struct wg_device *dev)
 	if (!dev->ports)
 		return;
 	for (int i = 0; i < PORT_MAX; i++)
-		if (dev->ports->slot[i])
-			wg_vhost_halt(dev->ports->slot[i]);
+		if (dev->ports->slot[i] && dev->ports->slot[i]->class->halt)
+			dev->ports->slot[i]->class->halt(dev->ports->slot[i]);
 	wg_attached_stop(dev);
 }
 
@@ -499,8 +455,8 @@ void wg_ports_free(struct wg_device *dev)
 		if (!dev->ports->slot[i])
 			continue;
 		rt_remove_value(dev->allowed_ips, &dev->ports->slot[i]->hop);
-		if (dev->ports->slot[i]->cfg.type == PORT_ATTACHED)
-			wg_attached_close(dev, dev->ports->slot[i]);
+		if (dev->ports->slot[i]->class->unpublished)
+			dev->ports->slot[i]->class->unpublished(dev, dev->ports->slot[i]);
 		wg_port_put(dev->ports->slot[i]);
 		dev->ports->slot[i] = NULL;
 	}

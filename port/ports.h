@@ -19,10 +19,44 @@
 #include "wg/socket.h"
 
 struct wg_device;
+struct wg_port;
 struct wg_vhost;
+
+/* What differs between the kinds of port: one table per type, as OVS has
+ * netdev_class, in the file of the type: tap (port/tap.c), vhost-user
+ * (port/vhost.c), attached (port/attached.c). A hook left NULL does
+ * nothing. The data path has the I/O half (datapath/worker_port.c). */
+struct port_class {
+	enum port_type type;
+	/* Before the port is published, no lock held: opens its queues or
+	 * its backend. 0 or -errno; the port is put on failure, which calls
+	 * release. */
+	int (*open)(struct wg_device *dev, struct wg_port *port);
+	/* With the write lock, just after the port entered the tables, and
+	 * just before it leaves them (or at teardown). */
+	int (*published)(struct wg_device *dev, struct wg_port *port);
+	void (*unpublished)(struct wg_device *dev, struct wg_port *port);
+	/* With the write lock: an address registered to or removed from it. */
+	void (*addr_added)(struct wg_device *dev, struct wg_port *port, const struct port_addr *a);
+	void (*addr_removed)(struct wg_device *dev, struct wg_port *port, const struct port_addr *a);
+	/* With the read lock: whether its VM is connected, and the type's own
+	 * counters, into info (which holds the common ones). */
+	void (*info)(struct wg_device *dev, const struct wg_port *port, struct port_info *info);
+	/* At device stop, no lock held: the port's own thread ends. */
+	void (*halt)(struct wg_port *port);
+	/* Once no worker touches the port, or at its last reference: the
+	 * backend goes (called again, it does nothing). */
+	void (*release)(struct wg_port *port);
+	/* Its VM is reached through the TUN and the host's routes, not
+	 * through queues of weftd's own. */
+	bool via_host;
+};
+
+extern const struct port_class port_tap_class, port_vhost_class, port_attached_class;
 
 struct wg_port {
 	struct rt_hop hop;               /* first: the forwarding table's value */
+	const struct port_class *class;  /* by cfg.type */
 	struct port_config cfg;          /* with defaults filled in; immutable */
 	struct ndp_port_config ndp;      /* derived from cfg; immutable */
 	struct ndp_port_state ndp_state;

@@ -149,7 +149,9 @@ static void *vhost_thread(void *arg)
 	return NULL;
 }
 
-int wg_vhost_start(struct wg_device *dev, struct wg_port *port)
+/* Opens the socket (listen or first connect attempt) and starts the
+ * thread. 0 or -errno. */
+static int vhost_start(struct wg_device *dev, struct wg_port *port)
 {
 	struct wg_vhost *v = calloc(1, sizeof(*v));
 	struct vhost_ctx *ctx = calloc(1, sizeof(*ctx));
@@ -211,7 +213,9 @@ void wg_vhost_report_broken(struct wg_port *port)
 		wake(port->vhost);
 }
 
-void wg_vhost_halt(struct wg_port *port)
+/* Stops the thread (no lock held: it takes the device lock), leaving the
+ * guest's memory mapped for workers that may still be running. */
+static void vhost_halt(struct wg_port *port)
 {
 	struct wg_vhost *v = port->vhost;
 
@@ -223,13 +227,15 @@ void wg_vhost_halt(struct wg_port *port)
 	v->thread_started = false;
 }
 
-void wg_vhost_stop(struct wg_port *port)
+/* vhost_halt, then closes and unmaps everything (no worker serves the
+ * port any more). */
+static void vhost_stop(struct wg_port *port)
 {
 	struct wg_vhost *v = port->vhost;
 
 	if (!v)
 		return;
-	wg_vhost_halt(port);
+	vhost_halt(port);
 	vhu_dev_free(&v->vdev);
 	if (v->conn_fd >= 0)
 		close(v->conn_fd);
@@ -244,3 +250,18 @@ void wg_vhost_stop(struct wg_port *port)
 	free(v);
 	port->vhost = NULL;
 }
+
+static void vhost_info(struct wg_device *dev, const struct wg_port *port, struct port_info *info)
+{
+	info->connected = atomic_load(&port->vhost->connected);
+	info->frontend_stalls = atomic_load(&port->vhost->stalls);
+	info->memory_faults = atomic_load(&port->vhost->memory_faults);
+}
+
+const struct port_class port_vhost_class = {
+	.type = PORT_VHOST_USER,
+	.open = vhost_start,
+	.info = vhost_info,
+	.halt = vhost_halt,
+	.release = vhost_stop,
+};

@@ -38,15 +38,6 @@ struct wg_vhost {
 	pthread_spinlock_t rx_lock[VHU_MAX_QUEUE_PAIRS];
 };
 
-/* Opens the socket (listen or first connect attempt) and starts the
- * thread. 0 or -errno. */
-int wg_vhost_start(struct wg_device *dev, struct wg_port *port);
-/* Stops the thread (no lock held: it takes the device lock), leaving the
- * guest's memory mapped for workers that may still be running. */
-void wg_vhost_halt(struct wg_port *port);
-/* wg_vhost_halt, then closes and unmaps everything (no worker serves the
- * port any more). */
-void wg_vhost_stop(struct wg_port *port);
 /* From a worker: the frontend broke a ring rule; disconnect it. */
 void wg_vhost_report_broken(struct wg_port *port);
 
