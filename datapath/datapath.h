@@ -6,13 +6,18 @@
  *
  *   TUN read ........................ worker.c   complete(OP_TUN_READ)
  *     super-packet split ............ worker.c   tun_read_vnet, wg_worker_split_super
- *   VM frame (tap read, vhost ring) . worker_port.c  wport_received, vhost_drain
- *     frame and source checks ....... port/frame.c   frame_classify, frame_ip_check
+ *     destination read .............. nexthop.c  wg_worker_route
+ *   VM frame: tap queue ............. port_tap.c     tap_completed
+ *             vhost-user TX ring .... port_vhost.c   vhost_drain
+ *     frame and source checks, ...... worker_port.c  wport_received
+ *     the header's one parse ........ port/frame.c   frame_classify, frame_ip_check
  *     NDP and ARP answered .......... ndp/ndp.c      (port_neighbour)
- *   next hop: one table lookup ...... nexthop.c  wg_worker_route
+ *     super-packets whole or split .. worker_port.c  send_offloaded
+ *   next hop: one table lookup ...... nexthop.c  dp_next_hop, dp_send
  *     -> a peer: sealed, staged ..... wg/send.c  wg_send_to_peer
  *          UDP send (GSO runs) ...... worker.c   tx_emit, send_run, flush_tx
- *     -> a VM port .................. worker_port.c  wg_worker_port_output
+ *     -> a VM port .................. worker_port.c  wg_worker_port_output, then
+ *                                     the type's write (port_tap.c, port_vhost.c)
  *     -> a mesh address not known ... mesh/path.c    wg_mesh_miss (queued, solicited)
  *     -> nothing: a VM's packet goes to the host (worker.c wg_worker_host_output)
  *
@@ -21,9 +26,11 @@
  *   UDP receive (GRO runs) .......... worker.c   complete(OP_UDP_RECV)
  *   each datagram ................... rx.c       dp_rx_udp
  *     opened, replay-checked ........ wg/receive.c   wg_receive_open (a verdict
- *                                                    and the parsed inner header)
+ *                                                    and the one parse of the
+ *                                                    inner header: source and
+ *                                                    destination)
  *     the mesh's word, when on ...... mesh/path.c    wg_mesh_receive
- *     destination looked up ......... rx.c       inner_hop
+ *   next hop: one table lookup ...... nexthop.c  dp_next_hop
  *     -> the TUN or a VM port ....... rx.c       deliver (TCP coalesced), dp_rx_flush
  *                                     worker.c   wg_worker_tun_write
  *                                     worker_port.c  wg_worker_port_output
@@ -31,7 +38,14 @@
  *
  * Packets the mesh thread releases come back through worker 0 (rx.c
  * dp_rx_mesh_released): to nexthop.c once their destination is known, or
- * delivered once their source checked out. */
+ * delivered once their source checked out; a packet parked there has its
+ * header read again.
+ *
+ * A packet handed on is the callee's, in the data path (dp_send,
+ * wg_worker_route, wg_send_to_peer, send_offloaded) but for the writes that
+ * take a reference of their own (wg_worker_port_output, wg_worker_tun_write,
+ * wg_worker_host_output) and the mesh, which copies what it queues
+ * (mesh/mesh.h): there the caller keeps its packet. */
 #ifndef WEFT_DATAPATH_DATAPATH_H
 #define WEFT_DATAPATH_DATAPATH_H
 

@@ -171,8 +171,6 @@ static inline void pkt_put(struct wg_worker *w, struct wg_pkt *p)
 struct op *wg_worker_prepare(struct wg_worker *w, enum op_type type, struct io_uring_sqe **sqe);
 void wg_worker_tun_write(struct wg_worker *w, struct wg_pkt *p, uint8_t *data, uint32_t len);
 void wg_worker_host_output(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t len);
-void wg_worker_route(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n,
-		     bool unrouted_to_host);
 unsigned int wg_worker_split_super(struct wg_worker *w, struct wg_pkt *p,
 				   const struct tun_offload_info *info, enum port_drop *why);
 
@@ -185,6 +183,44 @@ void dp_rx_udp(struct wg_worker *w, struct op *op, uint32_t len);
 void dp_rx_mesh_released(struct wg_worker *w);
 /* End of a batch: writes the coalesced TCP packets out. */
 void dp_rx_flush(struct wg_worker *w);
+
+/* nexthop.c: the next hop */
+
+/* Where a packet goes, from its destination. */
+enum dp_egress {
+	DP_TO_HOST,   /* matches nothing: the host's */
+	DP_TO_PEER,   /* a peer's allowed IP: sealed for it */
+	DP_TO_PORT,   /* a VM of this host */
+	DP_TO_REMOTE, /* a VM of another host, at a learned location (peer NULL:
+		       * known to be nowhere) */
+	DP_TO_MISS,   /* a mesh address with no location yet */
+};
+
+struct dp_hop {
+	enum dp_egress to;
+	struct rt_hop *hop;     /* the table's entry, NULL for the host */
+	struct wg_peer *peer;   /* DP_TO_PEER, DP_TO_REMOTE */
+	struct wg_port *port;   /* DP_TO_PORT */
+	int family;             /* the destination, as given */
+	const uint8_t *dst;
+};
+
+/* The one decision of a packet's egress: one table lookup on dst, which
+ * the caller parsed where the packet entered. Device lock held shared, as
+ * long as *h is used. */
+void dp_next_hop(struct wg_worker *w, int family, const uint8_t *dst, struct dp_hop *h);
+/* Packets that share one destination (one packet, or the segments of one
+ * super-packet), from the host, a VM or the mesh's queues, to h: to their
+ * peer (a static allowed IP or a learned location), a VM port, or the
+ * mesh's discovery. What matches nothing is the host's: from a VM it goes
+ * to the host (unrouted_to_host), from the host it is dropped. Consumes
+ * them. */
+void dp_send(struct wg_worker *w, const struct dp_hop *h, struct wg_pkt **pkts, unsigned int n,
+	     bool unrouted_to_host);
+/* dp_next_hop on the destination read from pkts[0], then dp_send: for
+ * packets from the TUN and the mesh's queues. Consumes them. */
+void wg_worker_route(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n,
+		     bool unrouted_to_host);
 
 /* worker_port.c, port_tap.c, port_vhost.c: the VM ports */
 

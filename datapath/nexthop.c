@@ -1,5 +1,6 @@
-/* The next hop of the packets the host and its VMs send (drawn in
- * datapath/datapath.h): one table lookup on the destination, then a peer
+/* The next hop (drawn in datapath/datapath.h): the one place where a
+ * packet's egress is chosen, from one table lookup on its destination,
+ * and where the packets the host and its VMs send are handed to it: a peer
  * (to be sealed), a VM port, the mesh (a miss to resolve), or the host. */
 #include "datapath/internal.h"
 #include "mesh/mesh.h"
@@ -10,52 +11,61 @@
 #include "wg/peer.h"
 #include "wg/send.h"
 
+void dp_next_hop(struct wg_worker *w, int family, const uint8_t *dst, struct dp_hop *h)
+{
+	struct rt_hop *hop = rt_lookup(w->dev->allowed_ips, family, dst);
+
+	*h = (struct dp_hop){ .to = DP_TO_HOST, .hop = hop, .family = family, .dst = dst };
+	switch (hop ? hop->kind : 0) {
+	case RT_HOP_PEER:
+		h->to = DP_TO_PEER;
+		h->peer = wg_peer_from_hop(hop);
+		break;
+	case RT_HOP_REMOTE:
+		h->to = DP_TO_REMOTE;
+		h->peer = mesh_loc_from_hop(hop)->peer;
+		break;
+	case RT_HOP_MESH:
+		h->to = DP_TO_MISS;
+		break;
+	case RT_HOP_PORT:
+		h->to = DP_TO_PORT;
+		h->port = wg_port_from_hop(hop);
+		break;
+	}
+}
+
 static void put_all(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n)
 {
 	for (unsigned int i = 0; i < n; i++)
 		pkt_put(w, pkts[i]);
 }
 
-/* Packets that share one destination (one packet, or the segments of one
- * super-packet), from the host, a VM, or the mesh's queues: to their peer
- * (a static allowed IP or a learned location), a VM port, or the mesh's
- * discovery. What matches nothing is the host's: from a VM it goes to the
- * host (unrouted_to_host), from the host it is dropped. Consumes them. */
-void wg_worker_route(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n,
-		     bool unrouted_to_host)
+void dp_send(struct wg_worker *w, const struct dp_hop *h, struct wg_pkt **pkts, unsigned int n,
+	     bool unrouted_to_host)
 {
 	struct wg_device *dev = w->dev;
-	const uint8_t *dst;
-	int family = frame_ip_destination(wg_pkt_payload(pkts[0]), pkts[0]->len, &dst);
-	struct rt_hop *hop = family ? rt_lookup(dev->allowed_ips, family, dst) : NULL;
-	struct wg_peer *peer;
 
-	if (!family) {
-		wg_stat_add(&dev->stats, drop_malformed, n);
-		put_all(w, pkts, n);
+	switch (h->to) {
+	case DP_TO_PEER:
+		wg_send_to_peer(dev, h->peer, pkts, n, &w->tx);
 		return;
-	}
-	switch (hop ? hop->kind : 0) {
-	case RT_HOP_REMOTE:
-		peer = mesh_loc_from_hop(hop)->peer;
-		if (peer) {
-			wg_send_to_peer(dev, peer, pkts, n, &w->tx);
+	case DP_TO_REMOTE:
+		if (h->peer) {
+			wg_send_to_peer(dev, h->peer, pkts, n, &w->tx);
 			return;
 		}
 		wg_stat_add(&dev->stats, drop_no_route, n); /* known to be nowhere */
 		break;
-	case RT_HOP_PEER:
-		wg_send_to_peer(dev, wg_peer_from_hop(hop), pkts, n, &w->tx);
-		return;
-	case RT_HOP_MESH:
-		wg_mesh_miss(dev, pkts, n, family, dst);
+	case DP_TO_MISS:
+		wg_mesh_miss(dev, pkts, n, h->family, h->dst);
 		break;
-	case RT_HOP_PORT:
+	case DP_TO_PORT:
 		for (unsigned int i = 0; i < n; i++)
-			wg_worker_port_output(w, wg_port_from_hop(hop), pkts[i],
-					      wg_pkt_payload(pkts[i]), pkts[i]->len, NULL);
+			wg_worker_port_output(w, h->port, pkts[i], wg_pkt_payload(pkts[i]),
+					      pkts[i]->len, NULL);
 		break;
-	default:
+	case DP_TO_HOST:
 		if (!unrouted_to_host)
 			wg_stat_add(&dev->stats, drop_no_route, n);
 		for (unsigned int i = 0; unrouted_to_host && i < n; i++)
@@ -63,4 +73,20 @@ void wg_worker_route(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n,
 		break;
 	}
 	put_all(w, pkts, n);
+}
+
+void wg_worker_route(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n,
+		     bool unrouted_to_host)
+{
+	const uint8_t *dst;
+	int family = frame_ip_destination(wg_pkt_payload(pkts[0]), pkts[0]->len, &dst);
+	struct dp_hop h;
+
+	if (!family) {
+		wg_stat_add(&w->dev->stats, drop_malformed, n);
+		put_all(w, pkts, n);
+		return;
+	}
+	dp_next_hop(w, family, dst, &h);
+	dp_send(w, &h, pkts, n, unrouted_to_host);
 }

@@ -11,7 +11,6 @@
 #include "mesh/mesh.h"
 #include "port/frame.h"
 #include "port/ports.h"
-#include "router/table.h"
 #include "tun/offload.h"
 #include "wg/device.h"
 #include "wg/receive.h"
@@ -93,15 +92,6 @@ static void deliver(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t
 		wg_stat_inc(&w->dev->stats, drop_malformed);
 }
 
-/* Where an inner packet from the tunnel goes: NULL for the host. */
-static struct rt_hop *inner_hop(struct wg_worker *w, const uint8_t *ip, uint32_t len)
-{
-	const uint8_t *dst;
-	int family = frame_ip_destination(ip, len, &dst);
-
-	return family ? rt_lookup(w->dev->allowed_ips, family, dst) : NULL;
-}
-
 /* Worker 0: packets the mesh thread released. Those it checked the source
  * of are delivered here as if just received; the others are routed, now
  * that their destination has a location. */
@@ -120,11 +110,16 @@ void dp_rx_mesh_released(struct wg_worker *w)
 		else
 			wg_worker_route(w, &p, 1, false);
 	}
+	/* Parked packets: their header is read again (mesh/path.c keeps the
+	 * packet, not the parse). */
 	while ((p = wg_pkt_queue_pop(&in))) {
-		struct rt_hop *hop = inner_hop(w, wg_pkt_payload(p), p->len);
+		const uint8_t *dst;
+		int family = frame_ip_destination(wg_pkt_payload(p), p->len, &dst);
+		struct dp_hop h = { .to = DP_TO_HOST };
 
-		deliver(w, p, wg_pkt_payload(p), p->len,
-			hop && hop->kind == RT_HOP_PORT ? wg_port_from_hop(hop) : NULL);
+		if (family)
+			dp_next_hop(w, family, dst, &h);
+		deliver(w, p, wg_pkt_payload(p), p->len, h.to == DP_TO_PORT ? h.port : NULL);
 		pkt_put(w, p);
 	}
 }
@@ -147,7 +142,7 @@ void dp_rx_udp(struct wg_worker *w, struct op *op, uint32_t len)
 		struct wg_rx rx;
 		enum wg_rx_verdict v = wg_receive_open(w->dev, d, dlen, &p->addr, &w->tx, &rx);
 		uint8_t *ip = d + WG_PKT_HEADROOM;
-		struct rt_hop *hop;
+		struct dp_hop h;
 		uint32_t inner;
 
 		if (v == WG_RX_DONE)
@@ -160,11 +155,10 @@ void dp_rx_udp(struct wg_worker *w, struct op *op, uint32_t len)
 			continue;
 		}
 		inner = wg_receive_accept(w->dev, &rx);
-		hop = inner_hop(w, ip, inner);
-		if (hop && (hop->kind == RT_HOP_REMOTE || hop->kind == RT_HOP_MESH))
-			wg_mesh_transit(w->dev, rx.peer, hop, ip, inner, &w->tx);
+		dp_next_hop(w, rx.family, rx.dst, &h);
+		if (h.to == DP_TO_REMOTE || h.to == DP_TO_MISS)
+			wg_mesh_transit(w->dev, rx.peer, h.hop, ip, inner, &w->tx);
 		else
-			deliver(w, p, ip, inner,
-				hop && hop->kind == RT_HOP_PORT ? wg_port_from_hop(hop) : NULL);
+			deliver(w, p, ip, inner, h.to == DP_TO_PORT ? h.port : NULL);
 	}
 }

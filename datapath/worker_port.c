@@ -202,46 +202,27 @@ static bool port_neighbour(struct wg_worker *w, struct wport *wp, const uint8_t 
 
 /* A VM's super-packet (TSO) or checksum-offloaded packet, checked, at the
  * payload of p, with info from its virtio-net header (offsets from the IP
- * header): another VM and the host's vnet TUN take it whole, a peer gets
- * it split. Consumes p. */
-static void route_offloaded(struct wg_worker *w, struct wport *in, struct wg_pkt *p,
-			    const struct frame_ip *ip, const struct tun_offload_info *info,
-			    const struct tun_vnet_hdr *vnet)
+ * header), to h: another VM and the host's vnet TUN take it whole, a peer
+ * or the mesh get it split. Consumes p. */
+static void send_offloaded(struct wg_worker *w, struct wport *in, struct wg_pkt *p,
+			   const struct dp_hop *h, const struct tun_offload_info *info,
+			   const struct tun_vnet_hdr *vnet)
 {
-	struct rt_hop *hop = rt_lookup(w->dev->allowed_ips, ip->family, ip->dst);
 	uint8_t *pkt = wg_pkt_payload(p);
 	enum port_drop why;
 	unsigned int n;
 
-	if (hop && (hop->kind == RT_HOP_REMOTE || hop->kind == RT_HOP_MESH)) {
-		/* A VM elsewhere in the mesh: segments, routed one by one. */
-		n = wg_worker_split_super(w, p, info, &why);
-		if (!n)
-			port_count_drop(&in->port->counters, why);
-		else
-			wg_worker_route(w, w->seg_pkts, n, false);
-		return;
-	}
-	if (hop && hop->kind == RT_HOP_PORT) {
-		wg_worker_port_output(w, wg_port_from_hop(hop), p, pkt, p->len, vnet);
-	} else if (!hop && w->vnet) {
+	if (h->to == DP_TO_PORT) {
+		wg_worker_port_output(w, h->port, p, pkt, p->len, vnet);
+	} else if (h->to == DP_TO_HOST && w->vnet) {
 		memcpy(pkt - TUN_VNET_HDR_LEN, vnet, TUN_VNET_HDR_LEN);
 		wg_worker_tun_write(w, p, pkt - TUN_VNET_HDR_LEN, p->len + TUN_VNET_HDR_LEN);
 	} else {
-		n = wg_worker_split_super(w, p, info, &why);
-		if (!n) {
+		n = wg_worker_split_super(w, p, info, &why); /* consumes p */
+		if (!n)
 			port_count_drop(&in->port->counters, why);
-			return;
-		}
-		if (hop) {
-			wg_send_to_peer(w->dev, wg_peer_from_hop(hop), w->seg_pkts, n, &w->tx);
-			return;
-		}
-		for (unsigned int i = 0; i < n; i++) {
-			wg_worker_host_output(w, w->seg_pkts[i], wg_pkt_payload(w->seg_pkts[i]),
-					      w->seg_pkts[i]->len);
-			pkt_put(w, w->seg_pkts[i]);
-		}
+		else
+			dp_send(w, h, w->seg_pkts, n, true);
 		return;
 	}
 	pkt_put(w, p);
@@ -262,6 +243,7 @@ void wport_received(struct wg_worker *w, struct wport *wp, struct wg_pkt *p, uin
 	struct tun_offload_info info;
 	struct tun_vnet_hdr vnet;
 	struct frame_ip ip;
+	struct dp_hop h;
 
 	port_count(c, rx_packets, 1);
 	port_count(c, rx_bytes, res > PORT_VNET_LEN ? len : 0);
@@ -297,8 +279,9 @@ void wport_received(struct wg_worker *w, struct wport *wp, struct wg_pkt *p, uin
 		return;
 	}
 	p->len = ip.len;
+	dp_next_hop(w, ip.family, ip.dst, &h);
 	if (offloaded)
-		route_offloaded(w, wp, p, &ip, &info, &vnet);
+		send_offloaded(w, wp, p, &h, &info, &vnet);
 	else
-		wg_worker_route(w, &p, 1, true); /* to a peer, another VM or the host */
+		dp_send(w, &h, &p, 1, true); /* to a peer, another VM or the host */
 }

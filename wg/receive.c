@@ -19,8 +19,9 @@
 #include "wg/peer.h"
 
 /* Checks an inner IPv4/IPv6 header against the plaintext length, trims the
- * padding, and returns the family and source address; 0 when malformed. */
-static int inner_source(uint8_t *p, uint32_t *len, const uint8_t **src)
+ * padding, and returns the family, with the source and destination
+ * addresses (the one parse of the header); 0 when malformed. */
+static int inner_header(uint8_t *p, uint32_t *len, const uint8_t **src, const uint8_t **dst)
 {
 	if (*len >= sizeof(struct iphdr) && (p[0] >> 4) == 4) {
 		const struct iphdr *ip = (const struct iphdr *)p;
@@ -30,6 +31,7 @@ static int inner_source(uint8_t *p, uint32_t *len, const uint8_t **src)
 			return 0;
 		*len = tot;
 		*src = p + offsetof(struct iphdr, saddr);
+		*dst = p + offsetof(struct iphdr, daddr);
 		return AF_INET;
 	}
 	if (*len >= sizeof(struct ip6_hdr) && (p[0] >> 4) == 6) {
@@ -40,6 +42,7 @@ static int inner_source(uint8_t *p, uint32_t *len, const uint8_t **src)
 			return 0;
 		*len = tot;
 		*src = p + offsetof(struct ip6_hdr, ip6_src);
+		*dst = p + offsetof(struct ip6_hdr, ip6_dst);
 		return AF_INET6;
 	}
 	return 0;
@@ -139,7 +142,7 @@ drop:
 
 bool wg_receive_reparse(struct wg_device *dev, struct wg_rx *rx)
 {
-	rx->family = inner_source(rx->pkt, &rx->len, &rx->src);
+	rx->family = inner_header(rx->pkt, &rx->len, &rx->src, &rx->dst);
 	if (!rx->family) {
 		wg_stat_inc(&dev->stats, drop_malformed);
 		return false;

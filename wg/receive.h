@@ -20,6 +20,7 @@ struct wg_rx {
 	uint32_t len;         /* trimmed to the IP header's length */
 	int family;           /* AF_INET or AF_INET6 */
 	const uint8_t *src;   /* the source address, inside pkt */
+	const uint8_t *dst;   /* the destination address, inside pkt */
 	struct rt_hop *hop;   /* where src routes in the forwarding table; NULL: nowhere */
 };
 
