@@ -41,11 +41,12 @@
  * delivered once their source checked out; a packet parked there has its
  * header read again.
  *
- * A packet handed on is the callee's, in the data path (dp_send,
- * wg_worker_route, wg_send_to_peer, send_offloaded) but for the writes that
- * take a reference of their own (wg_worker_port_output, wg_worker_tun_write,
- * wg_worker_host_output) and the mesh, which copies what it queues
- * (mesh/mesh.h): there the caller keeps its packet. */
+ * A packet handed on is the callee's: dp_send, wg_worker_route,
+ * wg_send_to_peer, wg_worker_port_output, wg_worker_host_output and
+ * wg_worker_tun_write consume what they are given, drops included. Two
+ * kinds of call keep the caller's packet, as they copy what they keep or
+ * take a reference of their own: the mesh's queues (mesh/mesh.h) and a port
+ * type's write (struct dp_port_io). */
 #ifndef WEFT_DATAPATH_DATAPATH_H
 #define WEFT_DATAPATH_DATAPATH_H
 

@@ -169,6 +169,7 @@ static inline void pkt_put(struct wg_worker *w, struct wg_pkt *p)
 /* worker.c: the core */
 
 struct op *wg_worker_prepare(struct wg_worker *w, enum op_type type, struct io_uring_sqe **sqe);
+/* Both consume p. */
 void wg_worker_tun_write(struct wg_worker *w, struct wg_pkt *p, uint8_t *data, uint32_t len);
 void wg_worker_host_output(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t len);
 unsigned int wg_worker_split_super(struct wg_worker *w, struct wg_pkt *p,
@@ -254,6 +255,8 @@ extern const struct dp_port_io dp_tap_io, dp_vhost_io;
 void wg_worker_follow_ports(struct wg_worker *w);
 void wport_release(struct wg_worker *w, struct wport *wp);
 void wport_received(struct wg_worker *w, struct wport *wp, struct wg_pkt *p, uint32_t res);
+/* The IP packet ip[0, len) of p to the VM of port, with vnet (a super-packet)
+ * or NULL. Consumes p. */
 void wg_worker_port_output(struct wg_worker *w, struct wg_port *port, struct wg_pkt *p,
 			   uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet);
 

@@ -64,13 +64,15 @@ void dp_send(struct wg_worker *w, const struct dp_hop *h, struct wg_pkt **pkts, 
 		for (unsigned int i = 0; i < n; i++)
 			wg_worker_port_output(w, h->port, pkts[i], wg_pkt_payload(pkts[i]),
 					      pkts[i]->len, NULL);
-		break;
+		return;
 	case DP_TO_HOST:
-		if (!unrouted_to_host)
+		if (!unrouted_to_host) {
 			wg_stat_add(&dev->stats, drop_no_route, n);
-		for (unsigned int i = 0; unrouted_to_host && i < n; i++)
+			break;
+		}
+		for (unsigned int i = 0; i < n; i++)
 			wg_worker_host_output(w, pkts[i], wg_pkt_payload(pkts[i]), pkts[i]->len);
-		break;
+		return;
 	}
 	put_all(w, pkts, n);
 }

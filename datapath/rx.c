@@ -28,7 +28,8 @@ static uint32_t gro_size(struct msghdr *msg)
 	return 0;
 }
 
-/* Writes this batch's coalesced TCP packets to the TUN or their VM. */
+/* Writes this batch's coalesced TCP packets to the TUN or their VM, each
+ * with the table's reference. */
 void dp_rx_flush(struct wg_worker *w)
 {
 	struct tun_gro_out out[TUN_GRO_MAX_ITEMS];
@@ -43,14 +44,14 @@ void dp_rx_flush(struct wg_worker *w)
 					      (const void *)out[i].data);
 		else
 			wg_worker_tun_write(w, p, out[i].data, (uint32_t)out[i].len);
-		pkt_put(w, p); /* the table's reference */
 	}
 }
 
 /* An inner packet from the tunnel for the host or a VM (port): TCP goes
  * through the coalescing table (copied into a buffer with room to grow)
  * where the way out takes super-packets, and so does UDP for a TUN that
- * takes UDP GSO writes; anything else leaves from where it lies. */
+ * takes UDP GSO writes; anything else leaves from where it lies. The caller
+ * keeps p: one buffer holds every datagram of a GRO run. */
 static void deliver(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t len,
 		    struct wg_port *port)
 {
@@ -73,6 +74,7 @@ static void deliver(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t
 		w->gro_spare = pkt_get(w);
 	spare = w->gro_spare;
 	if (!coalesce || !spare) {
+		p->refs++; /* for the write, which consumes it */
 		if (port)
 			wg_worker_port_output(w, port, p, ip, len, NULL);
 		else

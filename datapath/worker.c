@@ -267,7 +267,7 @@ static void tx_release(struct wg_tx *tx, struct wg_pkt *p)
 }
 
 /* Writes data[0, len) of p to the TUN, through the queue of its flow (see
- * tun_queue_for); p stays referenced until done. */
+ * tun_queue_for). Consumes p (released when the write is done). */
 void wg_worker_tun_write(struct wg_worker *w, struct wg_pkt *p, uint8_t *data, uint32_t len)
 {
 	struct wg_device *dev = w->dev;
@@ -282,9 +282,11 @@ void wg_worker_tun_write(struct wg_worker *w, struct wg_pkt *p, uint8_t *data, u
 			fd = w->tun_fd;
 	}
 	op = wg_worker_prepare(w, OP_TUN_WRITE, &sqe);
-	if (!op)
+	if (!op) {
+		wg_stat_inc(&dev->stats, drop_no_buffer);
+		pkt_put(w, p);
 		return;
-	p->refs++;
+	}
 	op->pkt = p;
 	io_uring_prep_write(sqe, fd, data, len, 0);
 }
@@ -354,7 +356,7 @@ static void tun_gone(struct wg_worker *w, int err)
 }
 
 /* The host's own packet (from the TUN) at ip[0, len) of p, or one the host
- * must route for a VM. */
+ * must route for a VM, written to the TUN. Consumes p. */
 void wg_worker_host_output(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t len)
 {
 	if (w->vnet) {

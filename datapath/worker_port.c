@@ -85,7 +85,8 @@ void wg_worker_follow_ports(struct wg_worker *w)
 }
 
 /* A super-packet or checksum-offloaded packet for a VM that did not
- * negotiate taking it so: split, checksums done, one frame each. */
+ * negotiate taking it so: split, checksums done, one frame each. Consumes
+ * p. */
 static void port_output_split(struct wg_worker *w, struct wport *wp, struct wg_pkt *p,
 			      uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet)
 {
@@ -98,9 +99,9 @@ static void port_output_split(struct wg_worker *w, struct wport *wp, struct wg_p
 	/* Offloaded packets always sit at the payload of their own buffer. */
 	if (ip != wg_pkt_payload(p) || tun_offload_parse_hdr(vnet, ip, len, &info)) {
 		port_count_drop(&port->counters, PORT_DROP_malformed);
+		pkt_put(w, p);
 		return;
 	}
-	p->refs++; /* wg_worker_split_super consumes one: the caller keeps its own */
 	n = wg_worker_split_super(w, p, &info, &why);
 	if (!n)
 		port_count_drop(&port->counters, why);
@@ -115,12 +116,14 @@ static void port_output_split(struct wg_worker *w, struct wport *wp, struct wg_p
 	}
 }
 
-/* An attached port's VM gets the IP packet through the TUN, as the host's. */
+/* An attached port's VM gets the IP packet through the TUN, as the host's.
+ * Consumes p. */
 static void attached_output(struct wg_worker *w, struct wg_port *port, struct wg_pkt *p,
 			    uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet)
 {
 	if (vnet && vnet->gso_type != VIRTIO_NET_HDR_GSO_NONE && !w->vnet) {
 		port_count_drop(&port->counters, PORT_DROP_too_big); /* a TUN without GSO */
+		pkt_put(w, p);
 		return;
 	}
 	port_count(&port->counters, tx_packets, 1);
@@ -135,7 +138,8 @@ static void attached_output(struct wg_worker *w, struct wg_port *port, struct wg
 
 /* Sends the IP packet ip[0, len) of p to the VM of port: an Ethernet header
  * from the router in front, and a virtio-net header: vnet (a coalesced
- * super-packet's, whose offsets count from the IP header) or none. */
+ * super-packet's, whose offsets count from the IP header) or none. Consumes
+ * p. */
 void wg_worker_port_output(struct wg_worker *w, struct wg_port *port, struct wg_pkt *p,
 			   uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet)
 {
@@ -150,6 +154,7 @@ void wg_worker_port_output(struct wg_worker *w, struct wg_port *port, struct wg_
 	}
 	if (!wp) {
 		port_count_drop(&port->counters, PORT_DROP_no_route);
+		pkt_put(w, p);
 		return;
 	}
 	if (vnet) {
@@ -161,6 +166,7 @@ void wg_worker_port_output(struct wg_worker *w, struct wg_port *port, struct wg_
 	}
 	if (h.gso_type == VIRTIO_NET_HDR_GSO_NONE && len > port->cfg.mtu) {
 		port_count_drop(&port->counters, PORT_DROP_too_big);
+		pkt_put(w, p);
 		return;
 	}
 	if (wp->io->takes && !wp->io->takes(wp, &h)) {
@@ -169,6 +175,7 @@ void wg_worker_port_output(struct wg_worker *w, struct wg_port *port, struct wg_
 	}
 	frame_eth_header(ip - FRAME_ETH_HLEN, port->cfg.vm_mac, port->ndp.router_mac, ip[0] >> 4);
 	wp->io->write(w, wp, p, &h, ip - FRAME_ETH_HLEN, len + FRAME_ETH_HLEN);
+	pkt_put(w, p);
 }
 
 /* ARP or ICMPv6 from the VM: true when the responder took it (answered,
@@ -218,14 +225,12 @@ static void send_offloaded(struct wg_worker *w, struct wport *in, struct wg_pkt 
 		memcpy(pkt - TUN_VNET_HDR_LEN, vnet, TUN_VNET_HDR_LEN);
 		wg_worker_tun_write(w, p, pkt - TUN_VNET_HDR_LEN, p->len + TUN_VNET_HDR_LEN);
 	} else {
-		n = wg_worker_split_super(w, p, info, &why); /* consumes p */
+		n = wg_worker_split_super(w, p, info, &why);
 		if (!n)
 			port_count_drop(&in->port->counters, why);
 		else
 			dp_send(w, h, w->seg_pkts, n, true);
-		return;
 	}
-	pkt_put(w, p);
 }
 
 /* A frame read from a VM's queue, behind its virtio-net header, with its IP
