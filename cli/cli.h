@@ -7,10 +7,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdio.h>
 
 #include "mesh/text.h"
 #include "port/config.h"
+#include "text/text.h"
 
 enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2 };
 
@@ -59,7 +59,12 @@ int cli_dispatch(const struct cli_command *table, size_t n, int argc, char **arg
 int cli_read_file(const char *path, size_t max, char **text, size_t *len);
 /* Appends "key=value\n", or one line per comma-separated item of value
  * when list; false for a value with a line break. */
-bool cli_add_line(FILE *f, const char *key, const char *value, bool list);
+bool cli_add_line(struct text_buf *b, const char *key, const char *value, bool list);
+/* Hands over the body built in b (malloc'd, NUL-terminated), ok false when
+ * a cli_add_line refused a value: EXIT_OK, or the exit code of the failure
+ * (that value, or memory that ran out), reported as "WHAT: ..."; b is
+ * empty after either. */
+int cli_finish_body(struct text_buf *b, bool ok, const char *what, char **body, size_t *len);
 /* A JSON string on stdout: quotes, backslashes and control bytes escaped. */
 void cli_json_str(const char *s);
 

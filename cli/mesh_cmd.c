@@ -1,7 +1,6 @@
 /* weft mesh: the host mesh of weftd (docs/mesh.md): change its mode and
  * prefixes (weft=mesh-set), and show them with the mesh's counters and the
  * locations it has learned (weft=mesh-show). docs/cli.md, "The mesh". */
-#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,12 +29,12 @@ static const char mesh_usage_text[] =
 static int mesh_set(int argc, char **argv)
 {
 	struct mesh_text_set set;
+	struct text_buf b = { 0 };
 	struct cli_reply r;
 	const char *why = NULL;
 	char *body = NULL;
 	size_t len = 0;
 	bool ok = true;
-	FILE *f;
 	int ret;
 
 	if (!argc)
@@ -46,16 +45,11 @@ static int mesh_set(int argc, char **argv)
 		if (i + 1 >= argc)
 			return cli_usage_error("'%s' needs a value", argv[i]);
 	}
-	f = open_memstream(&body, &len);
-	if (!f)
-		return cli_fail("mesh set: %s", strerror(errno));
 	for (int i = 0; i < argc; i += 2)
-		ok &= cli_add_line(f, argv[i], argv[i + 1], !strcmp(argv[i], "prefix"));
-	if (fclose(f) || !ok) {
-		free(body);
-		return ok ? cli_fail("mesh set: %s", strerror(ENOMEM))
-			  : cli_fail("mesh set: %s: a value with a line break", strerror(EINVAL));
-	}
+		ok &= cli_add_line(&b, argv[i], argv[i + 1], !strcmp(argv[i], "prefix"));
+	ret = cli_finish_body(&b, ok, "mesh set", &body, &len);
+	if (ret)
+		return ret;
 	/* Checked here first, so a mistake is named without asking weftd. */
 	ret = mesh_text_parse_set(body, len, &set, &why);
 	if (ret) {

@@ -88,41 +88,35 @@ static int port_add(int argc, char **argv)
 {
 	struct port_config cfg;
 	const char *why = NULL, *key;
+	struct text_buf b = { 0 };
 	char *body = NULL, what[64];
 	size_t len = 0;
-	FILE *f;
 	int i = 2, ret;
 	bool vhost, ok = true;
 
 	if (argc < 2)
 		return cli_usage_error("port add needs NAME and a type");
 	snprintf(what, sizeof(what), "port add %s", argv[0]);
-	f = open_memstream(&body, &len);
-	if (!f)
-		return cli_fail("%s: %s", what, strerror(errno));
-	ok &= cli_add_line(f, "name", argv[0], false);
-	ok &= cli_add_line(f, "type", argv[1], false);
+	ok &= cli_add_line(&b, "name", argv[0], false);
+	ok &= cli_add_line(&b, "type", argv[1], false);
 	vhost = !strcmp(argv[1], "vhost-user");
 	if (vhost && i < argc && !add_key(argv[i]))
-		ok &= cli_add_line(f, "path", argv[i++], false);
+		ok &= cli_add_line(&b, "path", argv[i++], false);
 	if (vhost && i < argc && (!strcmp(argv[i], "server") || !strcmp(argv[i], "client")))
-		ok &= cli_add_line(f, "mode", argv[i++], false);
+		ok &= cli_add_line(&b, "mode", argv[i++], false);
 	for (; i < argc; i += 2) {
 		key = add_key(argv[i]);
 		if (!key || i + 1 >= argc) {
-			fclose(f);
-			free(body);
+			text_buf_free(&b);
 			return key ? cli_usage_error("'%s' needs a value", argv[i])
 				   : cli_usage_error("port add: unknown word '%s'", argv[i]);
 		}
-		ok &= cli_add_line(f, key, argv[i + 1],
+		ok &= cli_add_line(&b, key, argv[i + 1],
 				   !strcmp(key, "address") || !strcmp(key, "prefix"));
 	}
-	if (fclose(f) || !ok) {
-		free(body);
-		return ok ? cli_fail("%s: %s", what, strerror(ENOMEM))
-			  : cli_fail("%s: %s: a value with a line break", what, strerror(EINVAL));
-	}
+	ret = cli_finish_body(&b, ok, what, &body, &len);
+	if (ret)
+		return ret;
 	/* Checked here first, so a mistake is named without asking weftd. */
 	ret = port_text_parse_request(body, len, &cfg, &why);
 	free(body);

@@ -42,26 +42,20 @@ static const char vm_usage_text[] =
 static int vm_body(const char *port, int argc, char **argv, const char *what, char **body)
 {
 	struct mesh_text_vm_request *req;
+	struct text_buf b = { 0 };
 	const char *why = NULL;
 	size_t len = 0;
 	bool ok = true;
-	FILE *f;
 	int ret;
 
 	*body = NULL;
-	f = open_memstream(body, &len);
-	if (!f)
-		return cli_fail("%s: %s", what, strerror(errno));
 	if (port)
-		ok &= cli_add_line(f, "port", port, false);
+		ok &= cli_add_line(&b, "port", port, false);
 	for (int i = 0; i < argc; i++)
-		ok &= cli_add_line(f, "address", argv[i], true);
-	if (fclose(f) || !ok) {
-		free(*body);
-		*body = NULL;
-		return ok ? cli_fail("%s: %s", what, strerror(ENOMEM))
-			  : cli_fail("%s: %s: a value with a line break", what, strerror(EINVAL));
-	}
+		ok &= cli_add_line(&b, "address", argv[i], true);
+	ret = cli_finish_body(&b, ok, what, body, &len);
+	if (ret)
+		return ret;
 	req = malloc(sizeof(*req));
 	ret = req ? mesh_text_parse_vm_request(*body, len, port != NULL, req, &why) : -ENOMEM;
 	free(req);
@@ -203,23 +197,19 @@ static bool same_request(const struct mesh_vm_step *a, const struct mesh_vm_step
 static int send_steps(const struct mesh_vm_step *steps, size_t n, const struct mesh_text_vm *want,
 		      const char *what)
 {
-	char s[MESH_TEXT_ADDR_LEN], *body = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&body, &len);
+	char s[MESH_TEXT_ADDR_LEN], *body;
+	struct text_buf b = { 0 };
+	size_t len;
 	int ret;
 
-	if (!f)
-		return cli_fail("%s: %s", what, strerror(errno));
 	if (steps[0].kind == MESH_VM_STEP_ADD)
-		fprintf(f, "port=%s\n", want[steps[0].port].port);
+		text_buf_printf(&b, "port=%s\n", want[steps[0].port].port);
 	for (size_t i = 0; i < n; i++) {
 		mesh_text_addr(&steps[i].addr, s);
-		fprintf(f, "address=%s\n", s);
+		text_buf_printf(&b, "address=%s\n", s);
 	}
-	if (fclose(f)) {
-		free(body);
+	if (text_buf_finish(&b, &body, &len))
 		return cli_fail("%s: %s", what, strerror(ENOMEM));
-	}
 	ret = send_body(steps[0].kind == MESH_VM_STEP_ADD ? "vm-add" : "vm-del", body, what);
 	free(body);
 	return ret;

@@ -319,20 +319,33 @@ int cli_read_file(const char *path, size_t max, char **text, size_t *len)
 	return 0;
 }
 
-bool cli_add_line(FILE *f, const char *key, const char *value, bool list)
+bool cli_add_line(struct text_buf *b, const char *key, const char *value, bool list)
 {
 	if (strpbrk(value, "\n\r"))
 		return false;
-	if (!list)
-		return fprintf(f, "%s=%s\n", key, value) > 0;
+	if (!list) {
+		text_buf_printf(b, "%s=%s\n", key, value);
+		return true;
+	}
 	for (const char *p = value;; p++) {
 		size_t n = strcspn(p, ",");
 
-		fprintf(f, "%s=%.*s\n", key, (int)n, p);
+		text_buf_printf(b, "%s=%.*s\n", key, (int)n, p);
 		p += n;
 		if (!*p)
 			return true;
 	}
+}
+
+int cli_finish_body(struct text_buf *b, bool ok, const char *what, char **body, size_t *len)
+{
+	if (!ok) {
+		text_buf_free(b);
+		return cli_fail("%s: %s: a value with a line break", what, strerror(EINVAL));
+	}
+	if (text_buf_finish(b, body, len))
+		return cli_fail("%s: %s", what, strerror(ENOMEM));
+	return EXIT_OK;
 }
 
 void cli_json_str(const char *s)

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,7 @@
 #include "mesh/mesh.h"
 #include "port/ports.h"
 #include "port/text.h"
+#include "text/text.h"
 #include "wg/clock.h"
 #include "wg/device.h"
 
@@ -27,59 +29,59 @@
 #define WEFT_VERSION "unknown"
 #endif
 
-void metrics_label_value(FILE *f, const char *s)
+void metrics_label_value(struct text_buf *b, const char *s)
 {
-	for (; *s; s++) {
-		if (*s == '\\')
-			fputs("\\\\", f);
-		else if (*s == '"')
-			fputs("\\\"", f);
-		else if (*s == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*s, f);
+	for (;;) {
+		size_t n = strcspn(s, "\\\"\n");
+
+		text_buf_add(b, s, n);
+		s += n;
+		if (!*s)
+			return;
+		text_buf_add(b, *s == '\\' ? "\\\\" : *s == '"' ? "\\\"" : "\\n", 2);
+		s++;
 	}
 }
 
-static void family(FILE *f, const char *name, const char *type, const char *help)
+static void family(struct text_buf *b, const char *name, const char *type, const char *help)
 {
-	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	text_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* One sample: name{interface="IF",k="v",...} value, the extra labels as
  * (key, value) pairs ending with NULL. */
-static void sample(FILE *f, const char *name, const char *ifname, uint64_t value, ...)
+static void sample(struct text_buf *b, const char *name, const char *ifname, uint64_t value, ...)
 {
 	const char *k;
 	va_list ap;
 
-	fprintf(f, "%s{interface=\"", name);
-	metrics_label_value(f, ifname);
-	fputc('"', f);
+	text_buf_printf(b, "%s{interface=\"", name);
+	metrics_label_value(b, ifname);
+	text_buf_add(b, "\"", 1);
 	va_start(ap, value);
 	while ((k = va_arg(ap, const char *))) {
-		fprintf(f, ",%s=\"", k);
-		metrics_label_value(f, va_arg(ap, const char *));
-		fputc('"', f);
+		text_buf_printf(b, ",%s=\"", k);
+		metrics_label_value(b, va_arg(ap, const char *));
+		text_buf_add(b, "\"", 1);
 	}
 	va_end(ap);
-	fprintf(f, "} %llu\n", (unsigned long long)value);
+	text_buf_printf(b, "} %llu\n", (unsigned long long)value);
 }
 
 /* One sample without extra labels of a nanosecond count, in seconds. */
-static void sample_seconds(FILE *f, const char *name, const char *ifname, uint64_t ns)
+static void sample_seconds(struct text_buf *b, const char *name, const char *ifname, uint64_t ns)
 {
-	fprintf(f, "%s{interface=\"", name);
-	metrics_label_value(f, ifname);
-	fprintf(f, "\"} %llu.%09llu\n", (unsigned long long)(ns / 1000000000ull),
-		(unsigned long long)(ns % 1000000000ull));
+	text_buf_printf(b, "%s{interface=\"", name);
+	metrics_label_value(b, ifname);
+	text_buf_printf(b, "\"} %llu.%09llu\n", (unsigned long long)(ns / 1000000000ull),
+			(unsigned long long)(ns % 1000000000ull));
 }
 
 /* A family of one counter sample: PREFIX+NAME+_total, or for a time in
  * nanoseconds (NAME_ns) PREFIX+NAME+_seconds_total in seconds, the base
  * unit Prometheus names want. */
-static void lone_counter(FILE *f, const char *prefix, const char *name, const char *help,
-			 const char *ifname, uint64_t v)
+static void lone_counter(struct text_buf *b, const char *prefix, const char *name,
+			 const char *help, const char *ifname, uint64_t v)
 {
 	size_t n = strlen(name);
 	bool ns = n > 3 && !strcmp(name + n - 3, "_ns");
@@ -87,38 +89,33 @@ static void lone_counter(FILE *f, const char *prefix, const char *name, const ch
 
 	snprintf(metric, sizeof(metric), "%s%.*s%s", prefix, (int)(ns ? n - 3 : n), name,
 		 ns ? "_seconds_total" : "_total");
-	family(f, metric, "counter", help);
+	family(b, metric, "counter", help);
 	if (ns)
-		sample_seconds(f, metric, ifname, v);
+		sample_seconds(b, metric, ifname, v);
 	else
-		sample(f, metric, ifname, v, NULL);
+		sample(b, metric, ifname, v, NULL);
 }
 
 /* ---- peers: the exporters' names ----------------------------------------- */
 
-/* "a.b.c.d/n,x::/m" as the exporters join them; malloc'd. */
+/* "a.b.c.d/n,x::/m" as the exporters join them; malloc'd, NULL when out
+ * of memory. */
 static char *join_allowed_ips(const struct wg_peer_config *pc)
 {
-	char *buf = NULL, addr[INET6_ADDRSTRLEN];
-	size_t size = 0;
-	FILE *f = open_memstream(&buf, &size);
+	struct text_buf b = { 0 };
+	char *text, addr[INET6_ADDRSTRLEN];
+	size_t len;
 
-	if (!f)
-		return NULL;
 	for (size_t i = 0; i < pc->n_allowed_ips; i++) {
 		const struct wg_allowed_ip *a = &pc->allowed_ips[i];
 
 		inet_ntop(a->family, a->addr.bytes, addr, sizeof(addr));
-		fprintf(f, "%s%s/%u", i ? "," : "", addr, a->cidr);
+		text_buf_printf(&b, "%s%s/%u", i ? "," : "", addr, a->cidr);
 	}
-	if (fclose(f)) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
+	return text_buf_finish(&b, &text, &len) ? NULL : text;
 }
 
-static int render_peers(FILE *f, struct wg_device *dev)
+static int render_peers(struct text_buf *b, struct wg_device *dev)
 {
 	static const struct {
 		const char *name, *type, *help;
@@ -155,16 +152,16 @@ static int render_peers(FILE *f, struct wg_device *dev)
 			goto out;
 		}
 	}
-	family(f, "weft_peers", "gauge", "Peers configured on the interface");
-	sample(f, "weft_peers", dev->ifname, cfg.n_peers, NULL);
+	family(b, "weft_peers", "gauge", "Peers configured on the interface");
+	sample(b, "weft_peers", dev->ifname, cfg.n_peers, NULL);
 	for (size_t s = 0; s < sizeof(series) / sizeof(series[0]) && cfg.n_peers; s++) {
-		family(f, series[s].name, series[s].type, series[s].help);
+		family(b, series[s].name, series[s].type, series[s].help);
 		for (size_t i = 0; i < cfg.n_peers; i++) {
 			const struct wg_peer_config *pc = &cfg.peers[i];
 			uint64_t v = s == 0 ? pc->tx_bytes : s == 1 ? pc->rx_bytes
 								: pc->last_handshake_sec;
 
-			sample(f, series[s].name, dev->ifname, v, "public_key", keys[i],
+			sample(b, series[s].name, dev->ifname, v, "public_key", keys[i],
 			       "allowed_ips", ips[i], NULL);
 		}
 	}
@@ -217,17 +214,17 @@ static uint64_t device_value(struct wg_device *dev, const struct device_counter 
 	return atomic_load_explicit(p, memory_order_relaxed);
 }
 
-static void render_device_counters(FILE *f, struct wg_device *dev)
+static void render_device_counters(struct text_buf *b, struct wg_device *dev)
 {
 	const size_t n = sizeof(device_counters) / sizeof(device_counters[0]);
 	char help[160];
 
 	/* Drops: one family, the reason as a label. */
-	family(f, "weft_drops_total", "counter",
+	family(b, "weft_drops_total", "counter",
 	       "Packets dropped by the device, by reason (wg/stats.h)");
 	for (size_t i = 0; i < n; i++)
 		if (!strncmp(device_counters[i].name, "drop_", 5))
-			sample(f, "weft_drops_total", dev->ifname,
+			sample(b, "weft_drops_total", dev->ifname,
 			       device_value(dev, &device_counters[i]), "reason",
 			       device_counters[i].name + 5, NULL);
 	/* The rest: weft_NAME_total, hs_ spelled out as handshake_. */
@@ -245,7 +242,7 @@ static void render_device_counters(FILE *f, struct wg_device *dev)
 			snprintf(help, sizeof(help), "The device counter %s (wg/stats.h)", name);
 			words = help;
 		}
-		lone_counter(f, hs ? "weft_handshake_" : "weft_", hs ? name + 3 : name, words,
+		lone_counter(b, hs ? "weft_handshake_" : "weft_", hs ? name + 3 : name, words,
 			     dev->ifname, device_value(dev, &device_counters[i]));
 	}
 }
@@ -255,7 +252,7 @@ static void render_device_counters(FILE *f, struct wg_device *dev)
 /* Per worker: its batches (completions per loop turn) and whether it still
  * sends with GSO. The workers run as long as the device does, which
  * outlives every scrape. */
-static void render_worker_counters(FILE *f, struct wg_device *dev)
+static void render_worker_counters(struct text_buf *b, struct wg_device *dev)
 {
 	struct wg_worker_counters c[WG_MAX_WORKERS] = { 0 };
 	char id[16];
@@ -263,28 +260,28 @@ static void render_worker_counters(FILE *f, struct wg_device *dev)
 	for (int i = 0; i < dev->n_workers; i++)
 		if (dev->workers[i])
 			wg_worker_read_counters(dev->workers[i], &c[i]);
-	family(f, "weft_worker_turns_total", "counter",
+	family(b, "weft_worker_turns_total", "counter",
 	       "Loop turns of a data-path worker that handled completions");
 	for (int i = 0; i < dev->n_workers; i++) {
 		snprintf(id, sizeof(id), "%d", i);
-		sample(f, "weft_worker_turns_total", dev->ifname, c[i].turns, "worker", id, NULL);
+		sample(b, "weft_worker_turns_total", dev->ifname, c[i].turns, "worker", id, NULL);
 	}
-	family(f, "weft_worker_completions_total", "counter",
+	family(b, "weft_worker_completions_total", "counter",
 	       "io_uring completions a data-path worker handled (per turn: its batch size)");
 	for (int i = 0; i < dev->n_workers; i++) {
 		snprintf(id, sizeof(id), "%d", i);
-		sample(f, "weft_worker_completions_total", dev->ifname, c[i].completions, "worker", id,
+		sample(b, "weft_worker_completions_total", dev->ifname, c[i].completions, "worker", id,
 		       NULL);
 	}
-	family(f, "weft_worker_udp_gso", "gauge",
+	family(b, "weft_worker_udp_gso", "gauge",
 	       "1 while a worker sends with UDP GSO (it turns it off for good on EIO)");
 	for (int i = 0; i < dev->n_workers; i++) {
 		snprintf(id, sizeof(id), "%d", i);
-		sample(f, "weft_worker_udp_gso", dev->ifname, c[i].gso, "worker", id, NULL);
+		sample(b, "weft_worker_udp_gso", dev->ifname, c[i].gso, "worker", id, NULL);
 	}
 }
 
-static void render_state(FILE *f, struct wg_device *dev)
+static void render_state(struct text_buf *b, struct wg_device *dev)
 {
 	struct wg_handshake_queue *q = &dev->hsq;
 	uint64_t last, now = wg_clock_now();
@@ -302,30 +299,30 @@ static void render_state(FILE *f, struct wg_device *dev)
 	last = __atomic_load_n(&q->last_under_load, __ATOMIC_RELAXED);
 	load = dev->force_under_load || queued >= WG_HSQ_UNDER_LOAD ||
 	       (last && !wg_clock_after(now, last, NSEC_PER_SEC));
-	family(f, "weft_handshake_under_load", "gauge",
+	family(b, "weft_handshake_under_load", "gauge",
 	       "1 while the handshake thread answers initiations with cookies (whitepaper 5.3)");
-	sample(f, "weft_handshake_under_load", dev->ifname, load, NULL);
-	family(f, "weft_handshake_queue_length", "gauge",
+	sample(b, "weft_handshake_under_load", dev->ifname, load, NULL);
+	family(b, "weft_handshake_queue_length", "gauge",
 	       "Handshake messages waiting for the handshake thread");
-	sample(f, "weft_handshake_queue_length", dev->ifname, queued, NULL);
-	family(f, "weft_handshake_queue_capacity", "gauge",
+	sample(b, "weft_handshake_queue_length", dev->ifname, queued, NULL);
+	family(b, "weft_handshake_queue_capacity", "gauge",
 	       "Size of the handshake queue (under load from an eighth of it)");
-	sample(f, "weft_handshake_queue_capacity", dev->ifname, WG_HSQ_CAPACITY, NULL);
+	sample(b, "weft_handshake_queue_capacity", dev->ifname, WG_HSQ_CAPACITY, NULL);
 
 	/* The TUN link as read where it lives, which after `ip link set
 	 * IFNAME netns NS` is NS, not weftd's namespace. */
-	family(f, "weft_tun_mtu", "gauge", "MTU of the TUN link, which packets are padded to");
-	sample(f, "weft_tun_mtu", dev->ifname, atomic_load(&dev->mtu), NULL);
-	family(f, "weft_tun_up", "gauge", "1 while the TUN link is up");
-	sample(f, "weft_tun_up", dev->ifname, atomic_load(&dev->tun_up), NULL);
-	family(f, "weft_tun_txqueuelen", "gauge", "Queue length of the TUN link, in packets");
-	sample(f, "weft_tun_txqueuelen", dev->ifname, atomic_load(&dev->tun_txqlen), NULL);
-	family(f, "weft_tun_moved", "gauge",
+	family(b, "weft_tun_mtu", "gauge", "MTU of the TUN link, which packets are padded to");
+	sample(b, "weft_tun_mtu", dev->ifname, atomic_load(&dev->mtu), NULL);
+	family(b, "weft_tun_up", "gauge", "1 while the TUN link is up");
+	sample(b, "weft_tun_up", dev->ifname, atomic_load(&dev->tun_up), NULL);
+	family(b, "weft_tun_txqueuelen", "gauge", "Queue length of the TUN link, in packets");
+	sample(b, "weft_tun_txqueuelen", dev->ifname, atomic_load(&dev->tun_txqlen), NULL);
+	family(b, "weft_tun_moved", "gauge",
 	       "1 while the TUN link lives in another network namespace than weftd");
-	sample(f, "weft_tun_moved", dev->ifname, atomic_load(&dev->tun_nsid) >= 0, NULL);
-	family(f, "weft_workers", "gauge", "Data-path worker threads");
-	sample(f, "weft_workers", dev->ifname, (uint64_t)dev->n_workers, NULL);
-	family(f, "weft_worker_info", "gauge",
+	sample(b, "weft_tun_moved", dev->ifname, atomic_load(&dev->tun_nsid) >= 0, NULL);
+	family(b, "weft_workers", "gauge", "Data-path worker threads");
+	sample(b, "weft_workers", dev->ifname, (uint64_t)dev->n_workers, NULL);
+	family(b, "weft_worker_info", "gauge",
 	       "One per data-path worker: the CPU it is pinned to (none: not pinned)");
 	for (int i = 0; i < dev->n_workers; i++) {
 		snprintf(id, sizeof(id), "%d", i);
@@ -333,23 +330,23 @@ static void render_state(FILE *f, struct wg_device *dev)
 			snprintf(cpu, sizeof(cpu), "%d", dev->cpus[i]);
 		else
 			snprintf(cpu, sizeof(cpu), "none");
-		sample(f, "weft_worker_info", dev->ifname, 1, "worker", id, "cpu", cpu, NULL);
+		sample(b, "weft_worker_info", dev->ifname, 1, "worker", id, "cpu", cpu, NULL);
 	}
-	render_worker_counters(f, dev);
-	family(f, "weft_offload_enabled", "gauge",
+	render_worker_counters(b, dev);
+	family(b, "weft_offload_enabled", "gauge",
 	       "1 when an offload is in use: tun (virtio-net header, TSO, GRO on the TUN), "
 	       "udp_gso, udp_gro (as set at start; a worker may still turn GSO off on EIO)");
-	sample(f, "weft_offload_enabled", dev->ifname, dev->tun_vnet, "offload", "tun", NULL);
-	sample(f, "weft_offload_enabled", dev->ifname, !(dev->socket_flags & WG_SOCKET_NO_GSO),
+	sample(b, "weft_offload_enabled", dev->ifname, dev->tun_vnet, "offload", "tun", NULL);
+	sample(b, "weft_offload_enabled", dev->ifname, !(dev->socket_flags & WG_SOCKET_NO_GSO),
 	       "offload", "udp_gso", NULL);
-	sample(f, "weft_offload_enabled", dev->ifname, !(dev->socket_flags & WG_SOCKET_NO_GRO),
+	sample(b, "weft_offload_enabled", dev->ifname, !(dev->socket_flags & WG_SOCKET_NO_GRO),
 	       "offload", "udp_gro", NULL);
 
-	family(f, "weft_aead_backend_info", "gauge",
+	family(b, "weft_aead_backend_info", "gauge",
 	       "The ChaCha20-Poly1305 backend in use (WEFT_AEAD, else the faster at start)");
-	sample(f, "weft_aead_backend_info", dev->ifname, 1, "backend", aead_active()->name, NULL);
-	family(f, "weft_build_info", "gauge", "The version of weftd");
-	sample(f, "weft_build_info", dev->ifname, 1, "version", WEFT_VERSION, NULL);
+	sample(b, "weft_aead_backend_info", dev->ifname, 1, "backend", aead_active()->name, NULL);
+	family(b, "weft_build_info", "gauge", "The version of weftd");
+	sample(b, "weft_build_info", dev->ifname, 1, "version", WEFT_VERSION, NULL);
 }
 
 /* ---- VM ports ------------------------------------------------------------ */
@@ -362,7 +359,7 @@ static uint64_t port_value(const struct port_info *p, const struct port_text_cou
 	return v;
 }
 
-static int render_ports(FILE *f, struct wg_device *dev)
+static int render_ports(struct text_buf *b, struct wg_device *dev)
 {
 	struct port_info *ports = NULL;
 	size_t n = 0;
@@ -371,21 +368,21 @@ static int render_ports(FILE *f, struct wg_device *dev)
 
 	if (err)
 		return err;
-	family(f, "weft_ports", "gauge", "VM ports on the interface");
-	sample(f, "weft_ports", dev->ifname, n, NULL);
+	family(b, "weft_ports", "gauge", "VM ports on the interface");
+	sample(b, "weft_ports", dev->ifname, n, NULL);
 	if (!n)
 		goto out;
-	family(f, "weft_port_up", "gauge",
+	family(b, "weft_port_up", "gauge",
 	       "1 when a VM port is usable: a tap is up, a vhost-user frontend is attached");
 	for (size_t i = 0; i < n; i++)
-		sample(f, "weft_port_up", dev->ifname, ports[i].connected, "port", ports[i].cfg.name,
+		sample(b, "weft_port_up", dev->ifname, ports[i].connected, "port", ports[i].cfg.name,
 		       "type", port_text_type_name(ports[i].cfg.type), NULL);
-	family(f, "weft_port_drops_total", "counter",
+	family(b, "weft_port_drops_total", "counter",
 	       "Frames a VM port dropped, by reason (port/config.h)");
 	for (size_t i = 0; i < n; i++)
 		for (size_t k = 0; k < port_text_n_counters; k++)
 			if (port_text_counters[k].drop)
-				sample(f, "weft_port_drops_total", dev->ifname,
+				sample(b, "weft_port_drops_total", dev->ifname,
 				       port_value(&ports[i], &port_text_counters[k]), "port",
 				       ports[i].cfg.name, "reason", port_text_counters[k].key + 5,
 				       NULL);
@@ -396,9 +393,9 @@ static int render_ports(FILE *f, struct wg_device *dev)
 			continue;
 		snprintf(metric, sizeof(metric), "weft_port_%s_total", c->key);
 		snprintf(help, sizeof(help), "The VM port counter %s (rx: from the VM)", c->key);
-		family(f, metric, "counter", help);
+		family(b, metric, "counter", help);
 		for (size_t i = 0; i < n; i++)
-			sample(f, metric, dev->ifname, port_value(&ports[i], c), "port",
+			sample(b, metric, dev->ifname, port_value(&ports[i], c), "port",
 			       ports[i].cfg.name, NULL);
 	}
 out:
@@ -408,7 +405,7 @@ out:
 
 /* ---- the mesh (mesh/mesh.h) -------------------------------------------------- */
 
-static void render_mesh(FILE *f, struct wg_device *dev)
+static void render_mesh(struct text_buf *b, struct wg_device *dev)
 {
 	static const char *const modes[] = { "off", "unicast", "multicast" };
 	static const struct {
@@ -426,17 +423,17 @@ static void render_mesh(FILE *f, struct wg_device *dev)
 	if (!dev->mesh)
 		return;
 	wg_mesh_get(dev, &cfg, &st);
-	family(f, "weft_mesh_mode_info", "gauge",
+	family(b, "weft_mesh_mode_info", "gauge",
 	       "The mesh's discovery mode (off, unicast, multicast)");
-	sample(f, "weft_mesh_mode_info", dev->ifname, 1, "mode",
+	sample(b, "weft_mesh_mode_info", dev->ifname, 1, "mode",
 	       (size_t)cfg.mode < sizeof(modes) / sizeof(modes[0]) ? modes[cfg.mode] : "unknown",
 	       NULL);
-	family(f, "weft_mesh_prefixes", "gauge", "Prefixes of the mesh's VM address space");
-	sample(f, "weft_mesh_prefixes", dev->ifname, cfg.n_prefixes, NULL);
-	family(f, "weft_mesh_locations", "gauge", "Remote VM locations learned");
-	sample(f, "weft_mesh_locations", dev->ifname, st.locations, NULL);
-	family(f, "weft_mesh_pending", "gauge", "VM addresses being resolved");
-	sample(f, "weft_mesh_pending", dev->ifname, st.pending, NULL);
+	family(b, "weft_mesh_prefixes", "gauge", "Prefixes of the mesh's VM address space");
+	sample(b, "weft_mesh_prefixes", dev->ifname, cfg.n_prefixes, NULL);
+	family(b, "weft_mesh_locations", "gauge", "Remote VM locations learned");
+	sample(b, "weft_mesh_locations", dev->ifname, st.locations, NULL);
+	family(b, "weft_mesh_pending", "gauge", "VM addresses being resolved");
+	sample(b, "weft_mesh_pending", dev->ifname, st.pending, NULL);
 	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
 		uint64_t v;
 
@@ -444,36 +441,27 @@ static void render_mesh(FILE *f, struct wg_device *dev)
 		snprintf(help, sizeof(help), "The mesh counter %s (mesh/mesh.h, docs/mesh.md)%s",
 			 counters[i].name,
 			 strstr(counters[i].name, "_ns") ? ", in seconds" : "");
-		lone_counter(f, "weft_mesh_", counters[i].name, help, dev->ifname, v);
+		lone_counter(b, "weft_mesh_", counters[i].name, help, dev->ifname, v);
 	}
 }
 
 int metrics_render(struct wg_device *dev, char **text, size_t *len)
 {
-	char *buf = NULL;
-	size_t size = 0;
-	FILE *f = open_memstream(&buf, &size);
-	int err;
+	struct text_buf b = { 0 };
+	int err = render_peers(&b, dev);
 
-	if (!f)
-		return -ENOMEM;
-	err = render_peers(f, dev);
 	if (!err) {
-		render_device_counters(f, dev);
-		render_state(f, dev);
-		err = render_ports(f, dev);
+		render_device_counters(&b, dev);
+		render_state(&b, dev);
+		err = render_ports(&b, dev);
 	}
 	if (!err)
-		render_mesh(f, dev);
-	if (fclose(f) && !err)
-		err = -ENOMEM;
+		render_mesh(&b, dev);
 	if (err) {
-		free(buf);
+		text_buf_free(&b);
 		return err;
 	}
-	*text = buf;
-	*len = size;
-	return 0;
+	return text_buf_finish(&b, text, len);
 }
 
 int metrics_render_cb(void *ctx, char **text, size_t *len)

@@ -8,8 +8,8 @@
 #define WEFT_DAEMON_METRICS_H
 
 #include <stddef.h>
-#include <stdio.h>
 
+struct text_buf;
 struct wg_device;
 
 /* The whole exposition of dev: malloc'd, NUL-terminated (not counted).
@@ -27,6 +27,6 @@ int metrics_control(struct wg_device *dev, const char *body, size_t len, char **
 
 /* Writes s as a label value: backslash, double quote and newline escaped
  * as the exposition format says. */
-void metrics_label_value(FILE *f, const char *s);
+void metrics_label_value(struct text_buf *b, const char *s);
 
 #endif

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "text/text.h"
 #include "wg/log.h"
 
 /* Every way a request ends, with its own counter. */
@@ -275,15 +276,17 @@ static enum outcome send_all(struct metrics_http *h, int fd, const char *p, size
 }
 
 /* The listener's own counters, appended to every scrape. */
-static void append_own(struct metrics_http *h, FILE *f)
+static void append_own(struct metrics_http *h, struct text_buf *b)
 {
-	fputs("# HELP weft_metrics_requests_total Requests to the metrics listener by outcome "
-	      "(an HTTP status, timeout, closed or io_error), before this one.\n"
-	      "# TYPE weft_metrics_requests_total counter\n",
-	      f);
+	static const char family[] =
+		"# HELP weft_metrics_requests_total Requests to the metrics listener by outcome "
+		"(an HTTP status, timeout, closed or io_error), before this one.\n"
+		"# TYPE weft_metrics_requests_total counter\n";
+
+	text_buf_add(b, family, sizeof(family) - 1);
 	for (int i = 0; i < OUT_COUNT; i++)
-		fprintf(f, "weft_metrics_requests_total{outcome=\"%s\"} %llu\n", outcome_label[i],
-			(unsigned long long)h->outcomes[i]);
+		text_buf_printf(b, "weft_metrics_requests_total{outcome=\"%s\"} %llu\n",
+				outcome_label[i], (unsigned long long)h->outcomes[i]);
 }
 
 static enum outcome respond(struct metrics_http *h, int fd, enum metrics_http_verdict v,
@@ -298,35 +301,24 @@ static enum outcome respond(struct metrics_http *h, int fd, enum metrics_http_ve
 	char *body = NULL, *text = NULL, header[256];
 	size_t body_len = 0, text_len = 0;
 	bool head = v == METRICS_HTTP_METRICS_HEAD;
-	FILE *f;
+	struct text_buf b = { 0 };
 	int n;
 
 	switch (v) {
 	case METRICS_HTTP_METRICS:
 	case METRICS_HTTP_METRICS_HEAD:
-		f = open_memstream(&body, &body_len);
-		if (!f || h->render(h->ctx, &text, &text_len)) {
-			if (f)
-				fclose(f);
-			free(body);
+		if (!h->render(h->ctx, &text, &text_len)) {
+			text_buf_add(&b, text, text_len);
+			free(text);
+			append_own(h, &b);
+			if (!text_buf_finish(&b, &body, &body_len))
+				break;
 			body = NULL;
 			body_len = 0;
-			status = "500 Internal Server Error";
-			type = "text/plain";
-			out = OUT_render_failed;
-			break;
 		}
-		fwrite(text, 1, text_len, f);
-		append_own(h, f);
-		free(text);
-		if (fclose(f)) {
-			free(body);
-			body = NULL;
-			body_len = 0;
-			status = "500 Internal Server Error";
-			type = "text/plain";
-			out = OUT_render_failed;
-		}
+		status = "500 Internal Server Error";
+		type = "text/plain";
+		out = OUT_render_failed;
 		break;
 	case METRICS_HTTP_INDEX:
 		type = "text/html";

@@ -25,7 +25,7 @@
 
 #include <sodium.h>
 
-#include "tun/text.h"
+#include "text/text.h"
 #include "wg/log.h"
 
 /* ---- the socket server ------------------------------------------------- */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "mesh/text.h"
+#include "text/text.h"
 
 #define CHECK(cond)                                                                      \
 	do {                                                                             \
@@ -39,7 +40,7 @@ static void check_vm_request(const char *text, size_t len, bool with_port)
 	char s[MESH_TEXT_ADDR_LEN], *t = NULL;
 	const char *why = NULL;
 	size_t tl = 0;
-	FILE *f;
+	struct text_buf tb = { 0 };
 
 	if (mesh_text_parse_vm_request(text, len, with_port, &a, &why)) {
 		CHECK(why && !a.n_addrs && !a.port[0]);
@@ -48,15 +49,13 @@ static void check_vm_request(const char *text, size_t len, bool with_port)
 	CHECK(a.n_addrs >= 1 && a.n_addrs <= (with_port ? PORT_MAX_ADDRS : MESH_TEXT_MAX_DEL));
 	CHECK(with_port == (a.port[0] != 0));
 	CHECK(!with_port || port_name_ok(a.port, strlen(a.port)));
-	f = open_memstream(&t, &tl);
-	CHECK(f);
 	if (with_port)
-		fprintf(f, "port=%s\n", a.port);
+		text_buf_printf(&tb, "port=%s\n", a.port);
 	for (size_t i = 0; i < a.n_addrs; i++) {
 		mesh_text_addr(&a.addrs[i], s);
-		fprintf(f, "address=%s\n", s);
+		text_buf_printf(&tb, "address=%s\n", s);
 	}
-	CHECK(fclose(f) == 0);
+	CHECK(text_buf_finish(&tb, &t, &tl) == 0);
 	CHECK(mesh_text_parse_vm_request(t, tl, with_port, &b, &why) == 0);
 	CHECK(!strcmp(a.port, b.port) && a.n_addrs == b.n_addrs &&
 	      same_list(a.addrs, b.addrs, a.n_addrs));
@@ -70,7 +69,7 @@ static void check_set(const char *text, size_t len)
 	char s[MESH_TEXT_ADDR_LEN], *t = NULL;
 	const char *why = NULL;
 	size_t tl = 0;
-	FILE *f;
+	struct text_buf tb = { 0 };
 
 	if (mesh_text_parse_set(text, len, &a, &why)) {
 		CHECK(why && !a.has_mode && !a.n_prefixes);
@@ -78,15 +77,13 @@ static void check_set(const char *text, size_t len)
 	}
 	CHECK(a.has_mode || a.n_prefixes);
 	CHECK(!a.has_mode || mesh_text_mode_name(a.mode));
-	f = open_memstream(&t, &tl);
-	CHECK(f);
 	if (a.has_mode)
-		fprintf(f, "mode=%s\n", mesh_text_mode_name(a.mode));
+		text_buf_printf(&tb, "mode=%s\n", mesh_text_mode_name(a.mode));
 	for (size_t i = 0; i < a.n_prefixes; i++) {
 		mesh_text_addr(&a.prefixes[i], s);
-		fprintf(f, "prefix=%s\n", s);
+		text_buf_printf(&tb, "prefix=%s\n", s);
 	}
-	CHECK(fclose(f) == 0);
+	CHECK(text_buf_finish(&tb, &t, &tl) == 0);
 	CHECK(mesh_text_parse_set(t, tl, &b, &why) == 0);
 	CHECK(a.has_mode == b.has_mode && (!a.has_mode || a.mode == b.mode) &&
 	      a.n_prefixes == b.n_prefixes && same_list(a.prefixes, b.prefixes, a.n_prefixes));
@@ -136,7 +133,7 @@ static void check_config(const char *text, size_t len)
 	const char *why = NULL;
 	size_t tl = 0;
 	int line = -1;
-	FILE *f;
+	struct text_buf tb = { 0 };
 
 	if (mesh_text_parse_config(text, len, &a, &line, &why)) {
 		CHECK(why && line >= 0);
@@ -144,14 +141,12 @@ static void check_config(const char *text, size_t len)
 	}
 	CHECK(line == 0 && mesh_text_mode_name(a.mode) && a.n_prefixes <= WG_MESH_MAX_PREFIXES);
 	CHECK(a.mode == WG_MESH_OFF || a.n_prefixes);
-	f = open_memstream(&t, &tl);
-	CHECK(f);
-	fprintf(f, "[Mesh]\nMode = %s\n", mesh_text_mode_name(a.mode));
+	text_buf_printf(&tb, "[Mesh]\nMode = %s\n", mesh_text_mode_name(a.mode));
 	for (size_t i = 0; i < a.n_prefixes; i++) {
 		mesh_text_addr(&a.prefixes[i], s);
-		fprintf(f, "Prefix = %s\n", s);
+		text_buf_printf(&tb, "Prefix = %s\n", s);
 	}
-	CHECK(fclose(f) == 0);
+	CHECK(text_buf_finish(&tb, &t, &tl) == 0);
 	CHECK(mesh_text_parse_config(t, tl, &b, &line, &why) == 0);
 	CHECK(a.mode == b.mode && a.n_prefixes == b.n_prefixes &&
 	      same_list(a.prefixes, b.prefixes, a.n_prefixes));
@@ -247,26 +242,24 @@ static void check_vm_file(const char *text, size_t len)
 	const char *why = NULL;
 	size_t na, nb, tl = 0;
 	int line = -1;
-	FILE *f;
+	struct text_buf tb = { 0 };
 
 	if (mesh_text_parse_vm_file(text, len, &a, &na, &line, &why)) {
 		CHECK(why && line >= 0 && !a && !na);
 		return;
 	}
 	CHECK(line == 0 && na <= PORT_MAX && (na == 0) == (a == NULL));
-	f = open_memstream(&t, &tl);
-	CHECK(f);
 	for (size_t i = 0; i < na; i++) {
 		CHECK(port_name_ok(a[i].port, strlen(a[i].port)));
 		CHECK(a[i].n_addrs <= PORT_MAX_ADDRS);
-		fputs(a[i].port, f);
+		text_buf_add(&tb, a[i].port, strlen(a[i].port));
 		for (size_t k = 0; k < a[i].n_addrs; k++) {
 			mesh_text_addr(&a[i].addrs[k], s);
-			fprintf(f, " %s", s);
+			text_buf_printf(&tb, " %s", s);
 		}
-		fputc('\n', f);
+		text_buf_add(&tb, "\n", 1);
 	}
-	CHECK(fclose(f) == 0);
+	CHECK(text_buf_finish(&tb, &t, &tl) == 0);
 	CHECK(mesh_text_parse_vm_file(t, tl, &b, &nb, &line, &why) == 0 && nb == na);
 	for (size_t i = 0; i < na; i++)
 		CHECK(!strcmp(a[i].port, b[i].port) && a[i].n_addrs == b[i].n_addrs &&

@@ -17,7 +17,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
-#include "tun/text.h"
+#include "text/text.h"
 
 /* ---- values ------------------------------------------------------------ */
 

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "tun/text.h"
+#include "text/text.h"
 
 /* ---- values ------------------------------------------------------------ */
 

@@ -2,9 +2,9 @@
 # The layout's rules (docs/architecture.md), checked: fails, naming every
 # offence, when
 #  - a file of a lower layer includes a header of a layer above it:
-#      pkt, crypto              include nothing of weft above them
+#      pkt, text, crypto        include nothing of weft above them
 #      router, tun, ndp         (leaves) only pkt/
-#      wg (the protocol)        only crypto/, router/, pkt/ and tun/
+#      wg (the protocol)        only crypto/, router/, pkt/ and text/
 #      port, mesh               nothing of datapath/ or daemon/ or cli/
 #      datapath                 nothing of daemon/ or cli/
 #  - a source file outside tests/ and fuzz/ is over 900 lines;
@@ -20,16 +20,16 @@ offence() { echo "check-layout: $*" >&2; fail=1; }
 # allowed LAYER: the folders a file of LAYER may include from, besides its own.
 allowed() {
 	case $1 in
-	pkt | crypto) echo "" ;;
+	pkt | text | crypto) echo "" ;;
 	router | tun | ndp) echo "pkt" ;;
-	wg) echo "crypto router pkt tun" ;;
-	port) echo "crypto router pkt tun ndp wg" ;;
-	mesh) echo "crypto router pkt tun ndp wg port" ;;
-	datapath) echo "crypto router pkt tun ndp wg port mesh" ;;
+	wg) echo "crypto router pkt text" ;;
+	port) echo "crypto router pkt text tun ndp wg" ;;
+	mesh) echo "crypto router pkt text tun ndp wg port" ;;
+	datapath) echo "crypto router pkt text tun ndp wg port mesh" ;;
 	esac
 }
 
-for layer in pkt crypto router tun ndp wg port mesh datapath; do
+for layer in pkt text crypto router tun ndp wg port mesh datapath; do
 	ok=" $(allowed "$layer") $layer "
 	for f in "$layer"/*.[ch]; do
 		[[ -e $f ]] || continue

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "crypto/aead.h"
+#include "text/text.h"
 #include "wg/clock.h"
 #include "wg/handshake.h"
 #include "wg/log.h"
@@ -320,27 +321,19 @@ int wg_device_get(struct wg_device *dev, struct wg_device_config *cfg)
 
 int wg_device_stats(struct wg_device *dev, char **text, size_t *len)
 {
-	char *buf = NULL;
-	size_t size = 0;
-	FILE *f = open_memstream(&buf, &size);
+	struct text_buf b = { 0 };
+	size_t n_peers;
 
-	if (!f)
-		return -ENOMEM;
 #define WG_STATS_PRINT(name) \
-	fprintf(f, #name "=%llu\n", (unsigned long long)atomic_load(&dev->stats.name));
+	text_buf_printf(&b, #name "=%llu\n", (unsigned long long)atomic_load(&dev->stats.name));
 	WG_STATS(WG_STATS_PRINT)
 #undef WG_STATS_PRINT
 	pthread_rwlock_rdlock(&dev->lock);
-	fprintf(f, "peers=%zu\n", dev->n_peers);
+	n_peers = dev->n_peers;
 	pthread_rwlock_unlock(&dev->lock);
-	fprintf(f, "aead_backend=%s\n", aead_active()->name);
-	if (fclose(f)) {
-		free(buf);
-		return -ENOMEM;
-	}
-	*text = buf;
-	*len = size;
-	return 0;
+	text_buf_printf(&b, "peers=%zu\n", n_peers);
+	text_buf_printf(&b, "aead_backend=%s\n", aead_active()->name);
+	return text_buf_finish(&b, text, len);
 }
 
 /* The timer thread: fires every peer's due timers on a short tick. */

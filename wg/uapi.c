@@ -19,7 +19,7 @@
 
 #include <sodium.h>
 
-#include "tun/text.h"
+#include "text/text.h"
 #include "wg/log.h"
 
 enum { KEY_HEX_LEN = WG_KEY_LEN * 2 };

@@ -2,8 +2,8 @@
  * port/text.c, mesh/text.c): lines, "key=value", blanks, numbers, each
  * bounded by an explicit length (nothing needs a NUL), and the one buffer
  * replies and files are built in. */
-#ifndef WEFT_TUN_TEXT_H
-#define WEFT_TUN_TEXT_H
+#ifndef WEFT_TEXT_TEXT_H
+#define WEFT_TEXT_TEXT_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
-/* Small pieces of weft's text forms (tun/text.h). */
-#include "tun/text.h"
+/* Small pieces of weft's text forms (text/text.h). */
+#include "text/text.h"
 
 #include <errno.h>
 #include <stdarg.h>
