@@ -18,6 +18,7 @@
 #include "crypto/aead.h"
 #include "datapath/datapath.h"
 #include "mesh/mesh.h"
+#include "pkt/prefix.h"
 #include "port/ports.h"
 #include "port/text.h"
 #include "wg/clock.h"
@@ -99,17 +100,15 @@ static void lone_counter(FILE *f, const char *prefix, const char *name, const ch
 /* "a.b.c.d/n,x::/m" as the exporters join them; malloc'd. */
 static char *join_allowed_ips(const struct wg_peer_config *pc)
 {
-	char *buf = NULL, addr[INET6_ADDRSTRLEN];
+	char *buf = NULL, s[IP_PREFIX_STRLEN];
 	size_t size = 0;
 	FILE *f = open_memstream(&buf, &size);
 
 	if (!f)
 		return NULL;
 	for (size_t i = 0; i < pc->n_allowed_ips; i++) {
-		const struct wg_allowed_ip *a = &pc->allowed_ips[i];
-
-		inet_ntop(a->family, a->addr.bytes, addr, sizeof(addr));
-		fprintf(f, "%s%s/%u", i ? "," : "", addr, a->cidr);
+		ip_prefix_format(&pc->allowed_ips[i].prefix, s);
+		fprintf(f, "%s%s", i ? "," : "", s);
 	}
 	if (fclose(f)) {
 		free(buf);
