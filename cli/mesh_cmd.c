@@ -93,7 +93,7 @@ static uint64_t counter(const struct mesh_text_show *m, size_t i)
 
 static void route_addr(const struct wg_mesh_route *r, char out[MESH_TEXT_ADDR_LEN])
 {
-	struct port_addr a = { .family = r->family, .cidr = r->cidr };
+	struct ip_prefix a = { .family = r->family, .cidr = r->cidr };
 
 	memcpy(a.addr, r->addr, sizeof(a.addr));
 	mesh_text_addr(&a, out);

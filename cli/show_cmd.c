@@ -451,7 +451,7 @@ static void text_mesh(const struct mesh_text_show *m)
 	       (unsigned long long)m->stats.lookups, (unsigned long long)m->stats.resolved,
 	       (unsigned long long)m->stats.negative);
 	for (size_t i = 0; i < m->n_routes; i++) {
-		struct port_addr a = { .family = m->routes[i].family, .cidr = m->routes[i].cidr };
+		struct ip_prefix a = { .family = m->routes[i].family, .cidr = m->routes[i].cidr };
 
 		memcpy(a.addr, m->routes[i].addr, sizeof(a.addr));
 		mesh_text_addr(&a, addr);
@@ -586,7 +586,7 @@ static void json_mesh(const struct mesh_text_show *m)
 	}
 	printf("}, \"routes\": [");
 	for (size_t i = 0; i < m->n_routes; i++) {
-		struct port_addr a = { .family = m->routes[i].family, .cidr = m->routes[i].cidr };
+		struct ip_prefix a = { .family = m->routes[i].family, .cidr = m->routes[i].cidr };
 
 		memcpy(a.addr, m->routes[i].addr, sizeof(a.addr));
 		mesh_text_addr(&a, addr);

@@ -25,10 +25,10 @@
 		}                                                                        \
 	} while (0)
 
-static bool same_list(const struct port_addr *a, const struct port_addr *b, size_t n)
+static bool same_list(const struct ip_prefix *a, const struct ip_prefix *b, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (!port_addr_equal(&a[i], &b[i]))
+		if (!ip_prefix_equal(&a[i], &b[i]))
 			return false;
 	return true;
 }
@@ -158,21 +158,21 @@ static void check_config(const char *text, size_t len)
 	free(t);
 }
 
-static bool listed_in(const struct mesh_text_vm *want, size_t n, const struct port_addr *a)
+static bool listed_in(const struct mesh_text_vm *want, size_t n, const struct ip_prefix *a)
 {
 	for (size_t w = 0; w < n; w++)
 		for (size_t k = 0; k < want[w].n_addrs; k++)
-			if (port_addr_equal(&want[w].addrs[k], a))
+			if (ip_prefix_equal(&want[w].addrs[k], a))
 				return true;
 	return false;
 }
 
 /* Where a is on the model host; -1: nowhere. */
-static int held_by(const struct port_info *have, size_t n, const struct port_addr *a, size_t *at)
+static int held_by(const struct port_info *have, size_t n, const struct ip_prefix *a, size_t *at)
 {
 	for (size_t h = 0; h < n; h++)
 		for (size_t k = 0; k < have[h].cfg.n_addrs; k++)
-			if (port_addr_equal(&have[h].cfg.addrs[k], a)) {
+			if (ip_prefix_equal(&have[h].cfg.addrs[k], a)) {
 				*at = k;
 				return (int)h;
 			}
@@ -190,7 +190,7 @@ static void check_plan(const struct mesh_text_vm *want, size_t n)
 	struct mesh_vm_plan_counts counts;
 	size_t n_steps, bad, at;
 	const char *why;
-	struct port_addr x;
+	struct ip_prefix x;
 	int h;
 
 	CHECK(have);

@@ -569,7 +569,7 @@ void wg_mesh_free(struct wg_mesh *m)
 
 /* Control plane. */
 
-static bool prefix_ok(const struct port_addr *p)
+static bool prefix_ok(const struct ip_prefix *p)
 {
 	size_t bytes = p->family == AF_INET ? 4 : p->family == AF_INET6 ? 16 : 0;
 
@@ -585,7 +585,7 @@ static bool prefix_ok(const struct port_addr *p)
  * and announced as if just added. */
 static void announce_ports(struct wg_device *dev)
 {
-	struct port_addr *addrs = calloc((size_t)PORT_MAX * PORT_MAX_ADDRS, sizeof(*addrs));
+	struct ip_prefix *addrs = calloc((size_t)PORT_MAX * PORT_MAX_ADDRS, sizeof(*addrs));
 	size_t n = 0;
 
 	if (!addrs)
@@ -656,7 +656,7 @@ void wg_mesh_get(struct wg_device *dev, struct wg_mesh_config *cfg, struct wg_me
 
 /* Registration: this host now holds addrs (already in the table as a
  * port's). Announces those in the mesh. */
-void wg_mesh_local_added(struct wg_device *dev, const struct port_addr *addrs, size_t n)
+void wg_mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
 {
 	struct wg_mesh *m = dev->mesh;
 	struct mesh_note *out = NULL;
@@ -667,7 +667,7 @@ void wg_mesh_local_added(struct wg_device *dev, const struct port_addr *addrs, s
 	pthread_rwlock_wrlock(&dev->lock);
 	pthread_mutex_lock(&m->lock);
 	for (size_t i = 0; i < n && atomic_load(&m->mode) != WG_MESH_OFF; i++) {
-		const struct port_addr *a = &addrs[i];
+		const struct ip_prefix *a = &addrs[i];
 		struct mesh_loc *l;
 		struct mesh_item it;
 		struct wg_peer *home;
@@ -712,7 +712,7 @@ void wg_mesh_local_added(struct wg_device *dev, const struct port_addr *addrs, s
 	kick_worker(m);
 }
 
-void wg_mesh_local_removed(struct wg_device *dev, const struct port_addr *addrs, size_t n)
+void wg_mesh_local_removed(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
 {
 	struct wg_mesh *m = dev->mesh;
 	uint64_t now = wg_clock_now();
@@ -765,7 +765,7 @@ void wg_mesh_local_removed(struct wg_device *dev, const struct port_addr *addrs,
 	mesh_wake(m);
 }
 
-int wg_mesh_vm_add(struct wg_device *dev, const char *port, const struct port_addr *addrs, size_t n)
+int wg_mesh_vm_add(struct wg_device *dev, const char *port, const struct ip_prefix *addrs, size_t n)
 {
 	int err = wg_device_port_register(dev, port, addrs, n);
 
@@ -774,7 +774,7 @@ int wg_mesh_vm_add(struct wg_device *dev, const char *port, const struct port_ad
 	return err;
 }
 
-int wg_mesh_vm_del(struct wg_device *dev, const struct port_addr *addrs, size_t n)
+int wg_mesh_vm_del(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
 {
 	int err = wg_device_port_unregister(dev, addrs, n);
 

@@ -15,7 +15,7 @@ size_t mesh_addr_len(int family)
 	return family == AF_INET ? 4 : 16;
 }
 
-static bool prefix_contains(const struct port_addr *p, int family, const uint8_t *addr)
+static bool prefix_contains(const struct ip_prefix *p, int family, const uint8_t *addr)
 {
 	uint8_t bits = p->cidr, i = 0;
 

@@ -31,7 +31,7 @@ static bool bit_set(const uint8_t *addr, unsigned int i)
 	return addr[i / 8] & (0x80 >> (i % 8));
 }
 
-int mesh_text_parse_cidr(const char *v, size_t n, struct port_addr *out, const char **why)
+int mesh_text_parse_cidr(const char *v, size_t n, struct ip_prefix *out, const char **why)
 {
 	const char *slash = memchr(v, '/', n), *reason;
 	size_t an = slash ? (size_t)(slash - v) : n;
@@ -67,7 +67,7 @@ fail:
 	return -EINVAL;
 }
 
-void mesh_text_addr(const struct port_addr *a, char out[MESH_TEXT_ADDR_LEN])
+void mesh_text_addr(const struct ip_prefix *a, char out[MESH_TEXT_ADDR_LEN])
 {
 	char s[INET6_ADDRSTRLEN];
 
@@ -77,7 +77,7 @@ void mesh_text_addr(const struct port_addr *a, char out[MESH_TEXT_ADDR_LEN])
 }
 
 /* Whether prefix p holds a (a is p or inside it). */
-static bool holds(const struct port_addr *p, const struct port_addr *a)
+static bool holds(const struct ip_prefix *p, const struct ip_prefix *a)
 {
 	if (p->family != a->family || p->cidr > a->cidr)
 		return false;
@@ -87,7 +87,7 @@ static bool holds(const struct port_addr *p, const struct port_addr *a)
 	return true;
 }
 
-bool mesh_text_in_prefix(const struct wg_mesh_config *cfg, const struct port_addr *a)
+bool mesh_text_in_prefix(const struct wg_mesh_config *cfg, const struct ip_prefix *a)
 {
 	for (size_t i = 0; i < cfg->n_prefixes && i < WG_MESH_MAX_PREFIXES; i++)
 		if (holds(&cfg->prefixes[i], a))
@@ -159,10 +159,10 @@ static bool parse_key_hex(const char *v, size_t n, uint8_t key[32])
 }
 
 /* Adds p to a mesh's prefix list: none twice, none inside another. */
-static int add_prefix(struct port_addr *list, size_t *n, const char *v, size_t vn,
+static int add_prefix(struct ip_prefix *list, size_t *n, const char *v, size_t vn,
 		      const char **why)
 {
-	struct port_addr p;
+	struct ip_prefix p;
 	int ret = mesh_text_parse_cidr(v, vn, &p, why);
 
 	if (ret)
@@ -172,7 +172,7 @@ static int add_prefix(struct port_addr *list, size_t *n, const char *v, size_t v
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < *n; i++) {
-		if (port_addr_equal(&list[i], &p)) {
+		if (ip_prefix_equal(&list[i], &p)) {
 			*why = "prefix given twice";
 			return -EINVAL;
 		}
@@ -199,7 +199,7 @@ int mesh_text_parse_vm_request(const char *text, size_t len, bool with_port,
 {
 	size_t max = with_port ? PORT_MAX_ADDRS : MESH_TEXT_MAX_DEL, off = 0, n, kn, vn;
 	const char *line, *v, *unused;
-	struct port_addr a;
+	struct ip_prefix a;
 	int ret;
 
 	if (!why)
@@ -232,7 +232,7 @@ int mesh_text_parse_vm_request(const char *text, size_t len, bool with_port,
 						 : "too many addresses (256 at most)";
 				goto fail;
 			}
-			if (port_addr_listed(out->addrs, out->n_addrs, &a)) {
+			if (ip_prefix_listed(out->addrs, out->n_addrs, &a)) {
 				*why = "address given twice";
 				goto fail;
 			}
@@ -342,7 +342,7 @@ int mesh_text_format_show(const struct wg_mesh_config *cfg, const struct wg_mesh
 	const char *mode = mesh_text_mode_name(cfg->mode);
 	char s[MESH_TEXT_ADDR_LEN];
 	struct text_buf b = { 0 };
-	struct port_addr a;
+	struct ip_prefix a;
 
 	text_buf_printf(&b, "mode=%s\n", mode ? mode : "off");
 	for (size_t i = 0; i < cfg->n_prefixes && i < WG_MESH_MAX_PREFIXES; i++) {
@@ -462,7 +462,7 @@ int mesh_text_parse_show(const char *text, size_t len, struct mesh_text_show *ou
 	size_t off = 0, n, kn, vn, cap = 0;
 	struct wg_mesh_route *r = NULL, *grown;
 	bool has_mode = false, has_holder = false;
-	struct port_addr a;
+	struct ip_prefix a;
 	int ret;
 
 	if (!why)
@@ -671,10 +671,10 @@ static bool next_word(const char **s, size_t *n, const char **w, size_t *wn)
 	return true;
 }
 
-static bool listed(const struct mesh_text_vm *vms, size_t n, const struct port_addr *a)
+static bool listed(const struct mesh_text_vm *vms, size_t n, const struct ip_prefix *a)
 {
 	for (size_t i = 0; i < n; i++)
-		if (port_addr_listed(vms[i].addrs, vms[i].n_addrs, a))
+		if (ip_prefix_listed(vms[i].addrs, vms[i].n_addrs, a))
 			return true;
 	return false;
 }
@@ -721,7 +721,7 @@ int mesh_text_parse_vm_file(const char *text, size_t len, struct mesh_text_vm **
 	const char *l, *hash, *w, *unused;
 	size_t off = 0, ln, wn, count = 0, cap = 0;
 	int lineno = 0, dummy, ret;
-	struct port_addr a;
+	struct ip_prefix a;
 
 	if (!why)
 		why = &unused;

@@ -20,7 +20,7 @@ enum { WG_MESH_MAX_PREFIXES = 8 };
 
 struct wg_mesh_config {
 	enum wg_mesh_mode mode;
-	struct port_addr prefixes[WG_MESH_MAX_PREFIXES]; /* the VM address space */
+	struct ip_prefix prefixes[WG_MESH_MAX_PREFIXES]; /* the VM address space */
 	size_t n_prefixes;
 };
 

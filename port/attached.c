@@ -258,7 +258,7 @@ fail:
 /* ---- routes and the bypass -------------------------------------------- */
 
 void wg_attached_addr_added(struct wg_device *dev, struct wg_port *port,
-			    const struct port_addr *a)
+			    const struct ip_prefix *a)
 {
 	struct wg_attached *at = dev->ports->attached;
 	int err = tun_route_add(a->family, a->addr, a->cidr, port->ifindex);
@@ -274,7 +274,7 @@ void wg_attached_addr_added(struct wg_device *dev, struct wg_port *port,
 }
 
 void wg_attached_addr_removed(struct wg_device *dev, struct wg_port *port,
-			      const struct port_addr *a)
+			      const struct ip_prefix *a)
 {
 	struct wg_attached *at = dev->ports->attached;
 

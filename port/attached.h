@@ -28,9 +28,9 @@ int wg_attached_open(struct wg_device *dev, struct wg_port *port);
 int wg_attached_published(struct wg_device *dev, struct wg_port *port);
 /* Write lock: an address registered to or removed from the port. */
 void wg_attached_addr_added(struct wg_device *dev, struct wg_port *port,
-			    const struct port_addr *a);
+			    const struct ip_prefix *a);
 void wg_attached_addr_removed(struct wg_device *dev, struct wg_port *port,
-			      const struct port_addr *a);
+			      const struct ip_prefix *a);
 /* Write lock, the port out of the slot table: its routes, map entries,
  * program and packet socket go. */
 void wg_attached_close(struct wg_device *dev, struct wg_port *port);

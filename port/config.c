@@ -11,24 +11,10 @@
 
 #include "ndp/ndp.h"
 
-bool port_addr_equal(const struct port_addr *a, const struct port_addr *b)
-{
-	return a->family == b->family && a->cidr == b->cidr &&
-	       !memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16);
-}
-
-bool port_addr_listed(const struct port_addr *list, size_t n, const struct port_addr *a)
-{
-	for (size_t i = 0; i < n; i++)
-		if (port_addr_equal(&list[i], a))
-			return true;
-	return false;
-}
-
 bool port_config_share_addr(const struct port_config *a, const struct port_config *b)
 {
 	for (size_t i = 0; i < a->n_addrs; i++)
-		if (port_addr_listed(b->addrs, b->n_addrs, &a->addrs[i]))
+		if (ip_prefix_listed(b->addrs, b->n_addrs, &a->addrs[i]))
 			return true;
 	return false;
 }
@@ -125,7 +111,7 @@ static int check_addrs(const struct port_config *cfg, const uint8_t router_mac[6
 
 	router_link_local(router_mac, ll);
 	for (size_t i = 0; i < cfg->n_addrs; i++) {
-		const struct port_addr *a = &cfg->addrs[i];
+		const struct ip_prefix *a = &cfg->addrs[i];
 		unsigned int bits = a->family == AF_INET ? 32 : 128;
 
 		if (a->family != AF_INET && a->family != AF_INET6) {
@@ -154,7 +140,7 @@ static int check_addrs(const struct port_config *cfg, const uint8_t router_mac[6
 			hosts6++;
 		}
 		for (size_t j = 0; j < i; j++) {
-			const struct port_addr *b = &cfg->addrs[j];
+			const struct ip_prefix *b = &cfg->addrs[j];
 
 			if (a->family == b->family && a->cidr == b->cidr &&
 			    !memcmp(a->addr, b->addr, bits / 8)) {

@@ -18,7 +18,7 @@ enum {
 	IPPROTO_ICMPV6_ = 58,
 };
 
-static bool prefix_contains(const struct port_addr *a, int family, const uint8_t *addr)
+static bool prefix_contains(const struct ip_prefix *a, int family, const uint8_t *addr)
 {
 	unsigned int bytes = a->cidr / 8, bits = a->cidr % 8;
 

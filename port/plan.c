@@ -34,7 +34,7 @@ static bool addrs_within(const struct port_config *a, const struct port_config *
 	for (size_t i = 0; i < a->n_addrs; i++) {
 		size_t j = 0;
 
-		while (j < b->n_addrs && !port_addr_equal(&a->addrs[i], &b->addrs[j]))
+		while (j < b->n_addrs && !ip_prefix_equal(&a->addrs[i], &b->addrs[j]))
 			j++;
 		if (j == b->n_addrs)
 			return false;

@@ -55,7 +55,7 @@ static bool parse_ip4(const char *v, size_t n, uint8_t out[4])
 }
 
 /* "addr" or "addr/len"; IPv6 when it has a ':'. A bare address is a host. */
-static bool parse_cidr(const char *v, size_t n, int *family, uint8_t addr[16], uint8_t *cidr)
+static bool parse_cidr(const char *v, size_t n, uint8_t *family, uint8_t addr[16], uint8_t *cidr)
 {
 	char s[INET6_ADDRSTRLEN];
 	const char *slash = memchr(v, '/', n);
@@ -100,7 +100,7 @@ static void format_cidr(int family, const uint8_t *addr, uint8_t cidr,
 	snprintf(out, PORT_TEXT_ADDR_LEN, "%s/%u", s, cidr);
 }
 
-void port_text_addr(const struct port_addr *a, char out[PORT_TEXT_ADDR_LEN])
+void port_text_addr(const struct ip_prefix *a, char out[PORT_TEXT_ADDR_LEN])
 {
 	format_cidr(a->family, a->addr, a->cidr, out);
 }
@@ -202,7 +202,7 @@ static int set_gateway4(struct port_config *c, const char *v, size_t n, const ch
 
 static int set_address(struct port_config *c, const char *v, size_t n, const char **why)
 {
-	struct port_addr *a;
+	struct ip_prefix *a;
 
 	if (c->n_addrs >= PORT_MAX_ADDRS) {
 		*why = "too many addresses (16 at most)";
@@ -221,8 +221,7 @@ static int set_address(struct port_config *c, const char *v, size_t n, const cha
 static int set_prefix(struct port_config *c, const char *v, size_t n, const char **why)
 {
 	struct port_ra_prefix *p;
-	int family;
-	uint8_t addr[16], len;
+	uint8_t family, addr[16], len;
 
 	if (c->n_prefixes >= PORT_MAX_PREFIXES) {
 		*why = "too many RA prefixes (4 at most)";

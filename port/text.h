@@ -109,7 +109,7 @@ const char *port_text_type_name(enum port_type type);
 /* Text forms of the values, shared with the CLI: "52:54:00:00:00:01",
  * "10.0.0.1/32", "fd00::/64". */
 void port_text_mac(const uint8_t mac[6], char out[PORT_TEXT_MAC_LEN]);
-void port_text_addr(const struct port_addr *a, char out[PORT_TEXT_ADDR_LEN]);
+void port_text_addr(const struct ip_prefix *a, char out[PORT_TEXT_ADDR_LEN]);
 void port_text_prefix(const struct port_ra_prefix *p, char out[PORT_TEXT_ADDR_LEN]);
 
 #endif

@@ -331,7 +331,7 @@ static void test_cli_vm(void)
 	add_port("vm1", 1, "address=10.0.0.2\n");
 	add_port("vm2", 2, "");
 	fake_mesh.n_prefixes = 1;
-	fake_mesh.prefixes[0] = (struct port_addr){ .family = AF_INET6, .cidr = 64 };
+	fake_mesh.prefixes[0] = (struct ip_prefix){ .family = AF_INET6, .cidr = 64 };
 	inet_pton(AF_INET6, "fd77::", fake_mesh.prefixes[0].addr);
 
 	CHECK(run("vm", "add", "vm1", "fd77::1:2", "10.0.1.0/24,fd77::1:3", NULL) == 0 && !out[0]);

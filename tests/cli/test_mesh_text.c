@@ -40,9 +40,9 @@ static uint32_t rnd(uint32_t n)
 	return (uint32_t)(rng >> 11) % n;
 }
 
-static struct port_addr cidr(const char *s)
+static struct ip_prefix cidr(const char *s)
 {
-	struct port_addr a;
+	struct ip_prefix a;
 	const char *why = NULL;
 
 	if (mesh_text_parse_cidr(s, strlen(s), &a, &why)) {
@@ -52,7 +52,7 @@ static struct port_addr cidr(const char *s)
 	return a;
 }
 
-static bool addr_is(const struct port_addr *a, const char *text)
+static bool addr_is(const struct ip_prefix *a, const char *text)
 {
 	char s[MESH_TEXT_ADDR_LEN];
 
@@ -89,7 +89,7 @@ static void test_values(void)
 	};
 	uint8_t key[32];
 	char b64[MESH_TEXT_KEY_LEN];
-	struct port_addr a;
+	struct ip_prefix a;
 	struct wg_mesh_config m = { .n_prefixes = 2 };
 	const char *why;
 
@@ -123,7 +123,7 @@ static void test_values(void)
 
 	m.prefixes[0] = cidr("fd77::/64");
 	m.prefixes[1] = cidr("10.77.0.0/16");
-	CHECK(mesh_text_in_prefix(&m, &(struct port_addr){ 0 }) == false);
+	CHECK(mesh_text_in_prefix(&m, &(struct ip_prefix){ 0 }) == false);
 	a = cidr("fd77::5");
 	CHECK(mesh_text_in_prefix(&m, &a));
 	a = cidr("fd77::/64");
@@ -577,15 +577,15 @@ static void test_vm_file(void)
 
 enum { POOL = 48, MODEL_PORTS = 5 };
 
-static struct port_addr pool[POOL];
+static struct ip_prefix pool[POOL];
 
 /* The model host: have[] as the device keeps it. */
-static int model_find(const struct port_info *have, size_t n_have, const struct port_addr *a,
+static int model_find(const struct port_info *have, size_t n_have, const struct ip_prefix *a,
 		      size_t *at)
 {
 	for (size_t h = 0; h < n_have; h++)
 		for (size_t k = 0; k < have[h].cfg.n_addrs; k++)
-			if (port_addr_equal(&have[h].cfg.addrs[k], a)) {
+			if (ip_prefix_equal(&have[h].cfg.addrs[k], a)) {
 				if (at)
 					*at = k;
 				return (int)h;
@@ -593,10 +593,10 @@ static int model_find(const struct port_info *have, size_t n_have, const struct 
 	return -1;
 }
 
-static bool listed_in(const struct mesh_text_vm *vm, const struct port_addr *a)
+static bool listed_in(const struct mesh_text_vm *vm, const struct ip_prefix *a)
 {
 	for (size_t k = 0; k < vm->n_addrs; k++)
-		if (port_addr_equal(&vm->addrs[k], a))
+		if (ip_prefix_equal(&vm->addrs[k], a))
 			return true;
 	return false;
 }
@@ -814,13 +814,13 @@ static void test_plan(void)
 	      counts.unchanged == 1);
 	if (n_steps == 4) {
 		CHECK(steps[0].kind == MESH_VM_STEP_ADD && steps[0].port == 0 &&
-		      steps[0].from == SIZE_MAX && port_addr_equal(&steps[0].addr, &pool[3]));
+		      steps[0].from == SIZE_MAX && ip_prefix_equal(&steps[0].addr, &pool[3]));
 		CHECK(steps[1].kind == MESH_VM_STEP_DEL && steps[1].port == 0 && steps[1].from == 1 &&
-		      port_addr_equal(&steps[1].addr, &pool[1]));
+		      ip_prefix_equal(&steps[1].addr, &pool[1]));
 		CHECK(steps[2].kind == MESH_VM_STEP_ADD && steps[2].port == 1 && steps[2].from == 0 &&
-		      port_addr_equal(&steps[2].addr, &pool[1]));
+		      ip_prefix_equal(&steps[2].addr, &pool[1]));
 		CHECK(steps[3].kind == MESH_VM_STEP_DEL && steps[3].port == 1 &&
-		      steps[3].from == SIZE_MAX && port_addr_equal(&steps[3].addr, &pool[2]));
+		      steps[3].from == SIZE_MAX && ip_prefix_equal(&steps[3].addr, &pool[2]));
 	}
 	free(steps);
 	free(want);

@@ -311,21 +311,21 @@ static void random_port(struct port_config *c, unsigned int k, unsigned int vari
 		c->has_router_mac = true;
 	}
 	for (size_t i = 0; i < n4; i++) {
-		struct port_addr *a = &c->addrs[c->n_addrs++];
+		struct ip_prefix *a = &c->addrs[c->n_addrs++];
 
 		a->family = AF_INET;
 		a->cidr = 32;
 		memcpy(a->addr, (uint8_t[]){ 10, (uint8_t)k, (uint8_t)i, (uint8_t)(2 + variant) }, 4);
 	}
 	for (size_t i = 0; i < n6; i++) {
-		struct port_addr *a = &c->addrs[c->n_addrs++];
+		struct ip_prefix *a = &c->addrs[c->n_addrs++];
 
 		a->family = AF_INET6;
 		a->cidr = 128;
 		memcpy(a->addr, (uint8_t[]){ 0xfd, 0, 0, (uint8_t)k, [14] = (uint8_t)i, [15] = 9 }, 16);
 	}
 	for (size_t i = 0; i < nr; i++) {
-		struct port_addr *a = &c->addrs[c->n_addrs++];
+		struct ip_prefix *a = &c->addrs[c->n_addrs++];
 
 		a->family = i ? AF_INET6 : AF_INET;
 		a->cidr = i ? 64 : 24;
@@ -420,7 +420,7 @@ static void test_info_known(void)
 	strcpy(p.cfg.name, "vm1");
 	p.cfg.type = PORT_TAP;
 	memcpy(p.cfg.vm_mac, "\x52\x54\x00\x00\x00\x01", 6);
-	p.cfg.addrs[0] = (struct port_addr){ .family = AF_INET, .addr = { 10, 10, 1, 2 }, .cidr = 32 };
+	p.cfg.addrs[0] = (struct ip_prefix){ .family = AF_INET, .addr = { 10, 10, 1, 2 }, .cidr = 32 };
 	p.cfg.n_addrs = 1;
 	p.cfg.mtu = 0;
 	p.connected = true;
