@@ -394,7 +394,7 @@ static void text_peer(const struct peer *p)
 
 static void text_port(const struct port_info *p)
 {
-	char mac[PORT_TEXT_MAC_LEN], addr[PORT_TEXT_ADDR_LEN];
+	char mac[PORT_TEXT_MAC_LEN], addr[IP_PREFIX_STRLEN];
 	uint64_t drops = 0;
 	bool any = false;
 
@@ -405,7 +405,7 @@ static void text_port(const struct port_info *p)
 	       mac);
 	printf("  addresses:");
 	for (size_t i = 0; i < p->cfg.n_addrs; i++) {
-		port_text_addr(&p->cfg.addrs[i], addr);
+		ip_prefix_format(&p->cfg.addrs[i], addr);
 		printf("%s%s", i ? ", " : " ", addr);
 	}
 	printf("%s\n", p->cfg.n_addrs ? "" : " (none)");
@@ -526,7 +526,7 @@ static void json_peer(const struct peer *p)
 	printf(", \"allowed_ips\": [");
 	for (const char *a = p->allowed; a && *a;) {
 		size_t n = strcspn(a, ",");
-		char item[PORT_TEXT_ADDR_LEN + 8];
+		char item[IP_PREFIX_STRLEN + 8];
 
 		snprintf(item, sizeof(item), "%.*s", (int)n, a);
 		printf("%s", a == p->allowed ? "" : ", ");
@@ -542,7 +542,7 @@ static void json_peer(const struct peer *p)
 
 static void json_port(const struct port_info *p)
 {
-	char mac[PORT_TEXT_MAC_LEN], addr[PORT_TEXT_ADDR_LEN];
+	char mac[PORT_TEXT_MAC_LEN], addr[IP_PREFIX_STRLEN];
 
 	port_text_mac(p->cfg.vm_mac, mac);
 	printf("{\"name\": ");
@@ -557,7 +557,7 @@ static void json_port(const struct port_info *p)
 	printf(", \"mac\": \"%s\", \"connected\": %s, \"addresses\": [", mac,
 	       p->connected ? "true" : "false");
 	for (size_t i = 0; i < p->cfg.n_addrs; i++) {
-		port_text_addr(&p->cfg.addrs[i], addr);
+		ip_prefix_format(&p->cfg.addrs[i], addr);
 		printf("%s\"%s\"", i ? ", " : "", addr);
 	}
 	printf("], \"counters\": {");

@@ -122,7 +122,7 @@ static int check_addrs(const struct port_config *cfg, const uint8_t router_mac[6
 			*why = "address prefix length too long";
 			return -EINVAL;
 		}
-		if (!host_bits_clear(a->addr, bits, a->cidr)) {
+		if (!ip_prefix_masked(a)) {
 			*why = "address has host bits set (give the VM's address as /32 or /128)";
 			return -EINVAL;
 		}
@@ -139,14 +139,9 @@ static int check_addrs(const struct port_config *cfg, const uint8_t router_mac[6
 			}
 			hosts6++;
 		}
-		for (size_t j = 0; j < i; j++) {
-			const struct ip_prefix *b = &cfg->addrs[j];
-
-			if (a->family == b->family && a->cidr == b->cidr &&
-			    !memcmp(a->addr, b->addr, bits / 8)) {
-				*why = "address listed twice";
-				return -EINVAL;
-			}
+		if (ip_prefix_listed(cfg->addrs, i, a)) {
+			*why = "address listed twice";
+			return -EINVAL;
 		}
 	}
 	/* The NDP/ARP responder keeps a fixed number of the VM's own

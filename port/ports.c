@@ -87,12 +87,8 @@ static bool addresses_taken(struct wg_device *dev, const struct port_config *cfg
 	for (int i = 0; i < PORT_MAX; i++) {
 		const struct wg_port *other = dev->ports->slot[i];
 
-		for (size_t j = 0; other && j < other->cfg.n_addrs; j++)
-			for (size_t k = 0; k < cfg->n_addrs; k++)
-				if (other->cfg.addrs[j].family == cfg->addrs[k].family &&
-				    other->cfg.addrs[j].cidr == cfg->addrs[k].cidr &&
-				    !memcmp(other->cfg.addrs[j].addr, cfg->addrs[k].addr, 16))
-					return true;
+		if (other && port_config_share_addr(&other->cfg, cfg))
+			return true;
 	}
 	return false;
 }
