@@ -432,11 +432,11 @@ static void text_port(const struct port_info *p)
 
 static void text_mesh(const struct mesh_text_show *m)
 {
-	char addr[MESH_TEXT_ADDR_LEN], key[MESH_TEXT_KEY_LEN];
+	char addr[IP_PREFIX_STRLEN], key[MESH_TEXT_KEY_LEN];
 
 	printf("\nmesh: %s\n  prefixes:", mesh_text_mode_name(m->cfg.mode));
 	for (size_t i = 0; i < m->cfg.n_prefixes; i++) {
-		mesh_text_addr(&m->cfg.prefixes[i], addr);
+		ip_prefix_format(&m->cfg.prefixes[i], addr);
 		printf("%s%s", i ? ", " : " ", addr);
 	}
 	printf("%s\n", m->cfg.n_prefixes ? "" : " (none)");
@@ -454,7 +454,7 @@ static void text_mesh(const struct mesh_text_show *m)
 		struct ip_prefix a = { .family = m->routes[i].family, .cidr = m->routes[i].cidr };
 
 		memcpy(a.addr, m->routes[i].addr, sizeof(a.addr));
-		mesh_text_addr(&a, addr);
+		ip_prefix_format(&a, addr);
 		if (m->routes[i].negative) {
 			printf("  route: %s nowhere\n", addr);
 		} else {
@@ -569,11 +569,11 @@ static void json_port(const struct port_info *p)
 
 static void json_mesh(const struct mesh_text_show *m)
 {
-	char addr[MESH_TEXT_ADDR_LEN], key[MESH_TEXT_KEY_LEN];
+	char addr[IP_PREFIX_STRLEN], key[MESH_TEXT_KEY_LEN];
 
 	printf("{\"mode\": \"%s\", \"prefixes\": [", mesh_text_mode_name(m->cfg.mode));
 	for (size_t i = 0; i < m->cfg.n_prefixes; i++) {
-		mesh_text_addr(&m->cfg.prefixes[i], addr);
+		ip_prefix_format(&m->cfg.prefixes[i], addr);
 		printf("%s\"%s\"", i ? ", " : "", addr);
 	}
 	printf("], \"counters\": {");
@@ -589,7 +589,7 @@ static void json_mesh(const struct mesh_text_show *m)
 		struct ip_prefix a = { .family = m->routes[i].family, .cidr = m->routes[i].cidr };
 
 		memcpy(a.addr, m->routes[i].addr, sizeof(a.addr));
-		mesh_text_addr(&a, addr);
+		ip_prefix_format(&a, addr);
 		printf("%s{\"route\": \"%s\", \"holder\": ", i ? ", " : "", addr);
 		if (m->routes[i].negative) {
 			printf("null");

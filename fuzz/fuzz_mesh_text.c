@@ -36,7 +36,7 @@ static bool same_list(const struct ip_prefix *a, const struct ip_prefix *b, size
 static void check_vm_request(const char *text, size_t len, bool with_port)
 {
 	static struct mesh_text_vm_request a, b;
-	char s[MESH_TEXT_ADDR_LEN], *t = NULL;
+	char s[IP_PREFIX_STRLEN], *t = NULL;
 	const char *why = NULL;
 	size_t tl = 0;
 	FILE *f;
@@ -53,7 +53,7 @@ static void check_vm_request(const char *text, size_t len, bool with_port)
 	if (with_port)
 		fprintf(f, "port=%s\n", a.port);
 	for (size_t i = 0; i < a.n_addrs; i++) {
-		mesh_text_addr(&a.addrs[i], s);
+		ip_prefix_format(&a.addrs[i], s);
 		fprintf(f, "address=%s\n", s);
 	}
 	CHECK(fclose(f) == 0);
@@ -67,7 +67,7 @@ static void check_set(const char *text, size_t len)
 {
 	struct mesh_text_set a, b;
 	struct wg_mesh_config cfg = { .mode = WG_MESH_MULTICAST };
-	char s[MESH_TEXT_ADDR_LEN], *t = NULL;
+	char s[IP_PREFIX_STRLEN], *t = NULL;
 	const char *why = NULL;
 	size_t tl = 0;
 	FILE *f;
@@ -83,7 +83,7 @@ static void check_set(const char *text, size_t len)
 	if (a.has_mode)
 		fprintf(f, "mode=%s\n", mesh_text_mode_name(a.mode));
 	for (size_t i = 0; i < a.n_prefixes; i++) {
-		mesh_text_addr(&a.prefixes[i], s);
+		ip_prefix_format(&a.prefixes[i], s);
 		fprintf(f, "prefix=%s\n", s);
 	}
 	CHECK(fclose(f) == 0);
@@ -132,7 +132,7 @@ static void check_show(const char *text, size_t len)
 static void check_config(const char *text, size_t len)
 {
 	struct wg_mesh_config a, b;
-	char s[MESH_TEXT_ADDR_LEN], *t = NULL;
+	char s[IP_PREFIX_STRLEN], *t = NULL;
 	const char *why = NULL;
 	size_t tl = 0;
 	int line = -1;
@@ -148,7 +148,7 @@ static void check_config(const char *text, size_t len)
 	CHECK(f);
 	fprintf(f, "[Mesh]\nMode = %s\n", mesh_text_mode_name(a.mode));
 	for (size_t i = 0; i < a.n_prefixes; i++) {
-		mesh_text_addr(&a.prefixes[i], s);
+		ip_prefix_format(&a.prefixes[i], s);
 		fprintf(f, "Prefix = %s\n", s);
 	}
 	CHECK(fclose(f) == 0);
@@ -205,7 +205,7 @@ static void check_plan(const struct mesh_text_vm *want, size_t n)
 	}
 	strcpy(have[n].cfg.name, "fuzz-extra");
 	for (size_t i = 0; i < 2; i++) {
-		CHECK(mesh_text_parse_cidr(extra[i], strlen(extra[i]), &x, &why) == 0);
+		CHECK(ip_prefix_parse(extra[i], strlen(extra[i]), MESH_TEXT_CIDR, &x, &why) == 0);
 		if (held_by(have, n, &x, &at) < 0 && !listed_in(want, n, &x))
 			have[n].cfg.addrs[have[n].cfg.n_addrs++] = x;
 	}
@@ -243,7 +243,7 @@ static void check_plan(const struct mesh_text_vm *want, size_t n)
 static void check_vm_file(const char *text, size_t len)
 {
 	struct mesh_text_vm *a, *b;
-	char s[MESH_TEXT_ADDR_LEN], *t = NULL;
+	char s[IP_PREFIX_STRLEN], *t = NULL;
 	const char *why = NULL;
 	size_t na, nb, tl = 0;
 	int line = -1;
@@ -261,7 +261,7 @@ static void check_vm_file(const char *text, size_t len)
 		CHECK(a[i].n_addrs <= PORT_MAX_ADDRS);
 		fputs(a[i].port, f);
 		for (size_t k = 0; k < a[i].n_addrs; k++) {
-			mesh_text_addr(&a[i].addrs[k], s);
+			ip_prefix_format(&a[i].addrs[k], s);
 			fprintf(f, " %s", s);
 		}
 		fputc('\n', f);

@@ -569,18 +569,6 @@ void wg_mesh_free(struct wg_mesh *m)
 
 /* Control plane. */
 
-static bool prefix_ok(const struct ip_prefix *p)
-{
-	size_t bytes = p->family == AF_INET ? 4 : p->family == AF_INET6 ? 16 : 0;
-
-	if (!bytes || p->cidr > bytes * 8)
-		return false;
-	for (size_t bit = p->cidr; bit < 128; bit++)
-		if (p->addr[bit / 8] & (0x80 >> (bit % 8)))
-			return false;
-	return true;
-}
-
 /* The addresses of the ports that were there before the mesh, registered
  * and announced as if just added. */
 static void announce_ports(struct wg_device *dev)
@@ -607,7 +595,7 @@ int wg_mesh_set(struct wg_device *dev, const struct wg_mesh_config *cfg)
 	if (cfg->mode > WG_MESH_MULTICAST || cfg->n_prefixes > WG_MESH_MAX_PREFIXES)
 		return -EINVAL;
 	for (size_t i = 0; i < cfg->n_prefixes; i++)
-		if (!prefix_ok(&cfg->prefixes[i]))
+		if (!ip_prefix_valid(&cfg->prefixes[i]))
 			return -EINVAL;
 	pthread_rwlock_wrlock(&dev->lock);
 	pthread_mutex_lock(&m->lock);

@@ -6,7 +6,8 @@
  * Every parser takes untrusted text with its length (no NUL needed), never
  * reads past it, and checks every value before it hands anything back.
  * Reasons (*why) are static strings. This module uses mesh/mesh.h for its
- * structs only; it links against nothing of weft. */
+ * structs only; of weft it links only pkt/ (the prefix) and tun/'s text
+ * helpers. */
 #ifndef WEFT_MESH_TEXT_H
 #define WEFT_MESH_TEXT_H
 
@@ -15,23 +16,24 @@
 #include <stdint.h>
 
 #include "mesh/types.h"
+#include "pkt/prefix.h"
 #include "port/config.h"
 
 enum {
 	MESH_TEXT_MAX_FILE = 1024 * 1024,  /* bytes in a VM or mesh file */
 	MESH_TEXT_MAX_DEL = 256,           /* addresses in one vm-del request */
 	MESH_TEXT_MAX_ROUTES = 1000,       /* routes in a mesh-show reply */
-	MESH_TEXT_ADDR_LEN = 46 + 4,       /* INET6_ADDRSTRLEN and "/128" */
 	MESH_TEXT_KEY_LEN = 45,            /* a key in base64, with the NUL */
 };
 
 /* ---- values ---- */
 
-/* "addr" or "addr/len", IPv6 when it has a ':'; a bare address is a host
- * (/32, /128). Host bits must be clear and the length not 0. 0 or -EINVAL
- * with *why. */
-int mesh_text_parse_cidr(const char *v, size_t n, struct ip_prefix *out, const char **why);
-void mesh_text_addr(const struct ip_prefix *a, char out[MESH_TEXT_ADDR_LEN]);
+/* How every mesh text form reads a CIDR (ip_prefix_parse): "addr" or
+ * "addr/len", a bare address a host (/32, /128); host bits must be clear
+ * and the length not 0. ip_prefix_format prints it. */
+enum {
+	MESH_TEXT_CIDR = IP_PREFIX_LEN_OPTIONAL | IP_PREFIX_NO_ZERO_LEN | IP_PREFIX_NO_HOST_BITS,
+};
 /* Whether a lies inside one of cfg's prefixes. */
 bool mesh_text_in_prefix(const struct wg_mesh_config *cfg, const struct ip_prefix *a);
 

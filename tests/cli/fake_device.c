@@ -219,7 +219,7 @@ bool fake_port_has(const char *name, const char *cidr)
 	const char *why;
 	bool found = false;
 
-	if (mesh_text_parse_cidr(cidr, strlen(cidr), &a, &why))
+	if (ip_prefix_parse(cidr, strlen(cidr), MESH_TEXT_CIDR, &a, &why))
 		return false;
 	pthread_mutex_lock(&fake_lock);
 	for (size_t i = 0; i < fake_n; i++)

@@ -45,7 +45,7 @@ static struct ip_prefix cidr(const char *s)
 	struct ip_prefix a;
 	const char *why = NULL;
 
-	if (mesh_text_parse_cidr(s, strlen(s), &a, &why)) {
+	if (ip_prefix_parse(s, strlen(s), MESH_TEXT_CIDR, &a, &why)) {
 		fprintf(stderr, "bad test address %s: %s\n", s, why);
 		failures++;
 	}
@@ -54,9 +54,9 @@ static struct ip_prefix cidr(const char *s)
 
 static bool addr_is(const struct ip_prefix *a, const char *text)
 {
-	char s[MESH_TEXT_ADDR_LEN];
+	char s[IP_PREFIX_STRLEN];
 
-	mesh_text_addr(a, s);
+	ip_prefix_format(a, s);
 	return !strcmp(s, text);
 }
 
@@ -95,7 +95,7 @@ static void test_values(void)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		why = NULL;
-		int ret = mesh_text_parse_cidr(cases[i].in, strlen(cases[i].in), &a, &why);
+		int ret = ip_prefix_parse(S(cases[i].in), MESH_TEXT_CIDR, &a, &why);
 
 		if (cases[i].out) {
 			CHECK(ret == 0 && addr_is(&a, cases[i].out));
@@ -105,8 +105,9 @@ static void test_values(void)
 		}
 	}
 	/* The length is read from [v, v+n) only. */
-	CHECK(mesh_text_parse_cidr("10.0.0.0/8x", 10, &a, &why) == 0 && addr_is(&a, "10.0.0.0/8"));
-	CHECK(mesh_text_parse_cidr("10.0.0.1\0", 9, &a, &why) == -EINVAL);
+	CHECK(ip_prefix_parse("10.0.0.0/8x", 10, MESH_TEXT_CIDR, &a, &why) == 0 &&
+	      addr_is(&a, "10.0.0.0/8"));
+	CHECK(ip_prefix_parse("10.0.0.1\0", 9, MESH_TEXT_CIDR, &a, &why) == -EINVAL);
 
 	for (int i = 0; i < 32; i++)
 		key[i] = (uint8_t)(i + 1);
