@@ -244,7 +244,7 @@ static void json_port(const struct port_info *p)
 	}
 	printf("],\n    \"prefixes\": [");
 	for (size_t i = 0; i < c->n_prefixes; i++) {
-		port_text_prefix(&c->prefixes[i], s);
+		ip_prefix_format(&c->prefixes[i], s);
 		printf("%s\"%s\"", i ? ", " : "", s);
 	}
 	printf("],\n    \"mtu\": %u,\n    \"connected\": %s,\n    \"counters\": {", c->mtu,

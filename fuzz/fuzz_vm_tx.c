@@ -180,8 +180,8 @@ static void port_setup(void)
 	memcpy(cfg.router_mac, router_mac, 6);
 	memcpy(cfg.addrs, addrs, sizeof(addrs));
 	cfg.n_addrs = sizeof(addrs) / sizeof(addrs[0]);
+	cfg.prefixes[0] = (struct ip_prefix){ .family = AF_INET6, .cidr = 64 };
 	memcpy(cfg.prefixes[0].addr, addrs[3].addr, 16);
-	cfg.prefixes[0].len = 64;
 	cfg.n_prefixes = 1;
 	cfg.mtu = 1500;
 	wg_port_ndp_config(&cfg, &ndp_cfg);

@@ -78,14 +78,6 @@ static bool ip6_unusable(const uint8_t *a)
 	return !memcmp(a, zero, 16) || !memcmp(a, loopback, 16) || a[0] == 0xff;
 }
 
-static bool host_bits_clear(const uint8_t *addr, unsigned int bits, unsigned int cidr)
-{
-	for (unsigned int i = cidr; i < bits; i++)
-		if (addr[i / 8] & (0x80u >> (i % 8)))
-			return false;
-	return true;
-}
-
 /* The router's fe80:: address (modified EUI-64 of its MAC), which a VM may
  * not claim. */
 static void router_link_local(const uint8_t mac[6], uint8_t out[16])
@@ -156,13 +148,17 @@ static int check_addrs(const struct port_config *cfg, const uint8_t router_mac[6
 static int check_prefixes(const struct port_config *cfg, const char **why)
 {
 	for (size_t i = 0; i < cfg->n_prefixes; i++) {
-		const struct port_ra_prefix *p = &cfg->prefixes[i];
+		const struct ip_prefix *p = &cfg->prefixes[i];
 
-		if (p->len < 1 || p->len > 128) {
+		if (p->family != AF_INET6) {
+			*why = "RA prefix is not IPv6";
+			return -EINVAL;
+		}
+		if (p->cidr < 1 || p->cidr > 128) {
 			*why = "RA prefix length not in 1..128";
 			return -EINVAL;
 		}
-		if (!host_bits_clear(p->addr, 128, p->len)) {
+		if (!ip_prefix_masked(p)) {
 			*why = "RA prefix has host bits set";
 			return -EINVAL;
 		}
@@ -170,11 +166,9 @@ static int check_prefixes(const struct port_config *cfg, const char **why)
 			*why = "RA prefix is multicast or link-local";
 			return -EINVAL;
 		}
-		for (size_t j = 0; j < i; j++) {
-			if (p->len == cfg->prefixes[j].len && !memcmp(p->addr, cfg->prefixes[j].addr, 16)) {
-				*why = "RA prefix listed twice";
-				return -EINVAL;
-			}
+		if (ip_prefix_listed(cfg->prefixes, i, p)) {
+			*why = "RA prefix listed twice";
+			return -EINVAL;
 		}
 	}
 	return 0;

@@ -35,12 +35,6 @@ enum port_type {
 	PORT_ATTACHED = 3, /* a netdev someone else owns; the host kernel routes */
 };
 
-/* An RA prefix (SLAAC / on-link), as in ndp/ndp.h. */
-struct port_ra_prefix {
-	uint8_t addr[16];
-	uint8_t len;
-};
-
 struct port_config {
 	char name[PORT_NAME_MAX];      /* unique per device; a tap's netdev name */
 	enum port_type type;
@@ -53,7 +47,7 @@ struct port_config {
 	uint8_t gateway4[4];           /* default 169.254.1.1 when the VM has IPv4 */
 	struct ip_prefix addrs[PORT_MAX_ADDRS]; /* the VM's own (/32, /128), or routed to it */
 	size_t n_addrs;
-	struct port_ra_prefix prefixes[PORT_MAX_PREFIXES];
+	struct ip_prefix prefixes[PORT_MAX_PREFIXES]; /* RA prefixes (IPv6), as in ndp/ndp.h */
 	size_t n_prefixes;
 	uint32_t mtu;                  /* 0: PORT_MTU_DEFAULT */
 };

@@ -47,8 +47,7 @@ static bool prefixes_within(const struct port_config *a, const struct port_confi
 	for (size_t i = 0; i < a->n_prefixes; i++) {
 		size_t j = 0;
 
-		while (j < b->n_prefixes && (a->prefixes[i].len != b->prefixes[j].len ||
-					     memcmp(a->prefixes[i].addr, b->prefixes[j].addr, 16)))
+		while (j < b->n_prefixes && !ip_prefix_equal(&a->prefixes[i], &b->prefixes[j]))
 			j++;
 		if (j == b->n_prefixes)
 			return false;

@@ -65,7 +65,7 @@ void wg_port_ndp_config(const struct port_config *cfg, struct ndp_port_config *n
 		struct ndp_prefix *p = &ndp->prefixes[ndp->n_prefixes++];
 
 		memcpy(p->prefix, cfg->prefixes[i].addr, 16);
-		p->len = cfg->prefixes[i].len;
+		p->len = cfg->prefixes[i].cidr;
 		p->on_link = false;
 		p->autonomous = p->len == 64;
 		p->valid_lifetime_s = NDP_LIFETIME_INFINITE;

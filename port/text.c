@@ -61,13 +61,6 @@ void port_text_mac(const uint8_t mac[6], char out[PORT_TEXT_MAC_LEN])
 		 mac[3], mac[4], mac[5]);
 }
 
-void port_text_prefix(const struct port_ra_prefix *p, char out[IP_PREFIX_STRLEN])
-{
-	struct ip_prefix q = { .family = AF_INET6, .cidr = p->len };
-
-	memcpy(q.addr, p->addr, 16);
-	ip_prefix_format(&q, out);
-}
 
 const char *port_text_type_name(enum port_type type)
 {
@@ -174,20 +167,20 @@ static int set_address(struct port_config *c, const char *v, size_t n, const cha
 
 static int set_prefix(struct port_config *c, const char *v, size_t n, const char **why)
 {
-	struct port_ra_prefix *p;
-	struct ip_prefix q;
+	struct ip_prefix *p;
 
 	if (c->n_prefixes >= PORT_MAX_PREFIXES) {
 		*why = "too many RA prefixes (4 at most)";
 		return -EINVAL;
 	}
-	if (ip_prefix_parse(v, n, 0, &q, NULL) || q.family != AF_INET6) {
+	p = &c->prefixes[c->n_prefixes];
+	/* The length a must; /0 and host bits are port_config_check's. */
+	if (ip_prefix_parse(v, n, 0, p, NULL) || p->family != AF_INET6) {
+		memset(p, 0, sizeof(*p));
 		*why = "bad RA prefix (want an IPv6 prefix address/length)";
 		return -EINVAL;
 	}
-	p = &c->prefixes[c->n_prefixes++];
-	memcpy(p->addr, q.addr, 16);
-	p->len = q.cidr;
+	c->n_prefixes++;
 	return 0;
 }
 
@@ -369,7 +362,7 @@ static void format_config(struct text_buf *b, const struct port_config *c, const
 		text_buf_printf(b, "address=%s\n", s);
 	}
 	for (size_t i = 0; i < c->n_prefixes && i < PORT_MAX_PREFIXES; i++) {
-		port_text_prefix(&c->prefixes[i], s);
+		ip_prefix_format(&c->prefixes[i], s);
 		text_buf_printf(b, "prefix=%s\n", s);
 	}
 	if (c->mtu)
@@ -700,7 +693,7 @@ int port_text_format_file(const struct port_config *cfgs, size_t n, char **out, 
 		}
 		text_buf_printf(&b, "%s", c->n_addrs ? "\n" : "");
 		for (size_t k = 0; k < c->n_prefixes && k < PORT_MAX_PREFIXES; k++) {
-			port_text_prefix(&c->prefixes[k], s);
+			ip_prefix_format(&c->prefixes[k], s);
 			text_buf_printf(&b, "%s%s", k ? ", " : "Prefix = ", s);
 		}
 		text_buf_printf(&b, "%s", c->n_prefixes ? "\n" : "");

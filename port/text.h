@@ -105,9 +105,8 @@ extern const size_t port_text_n_counters;
 /* "tap", "vhost-user"; NULL for anything else. */
 const char *port_text_type_name(enum port_type type);
 
-/* Text forms of the values, shared with the CLI: "52:54:00:00:00:01" and
- * an RA prefix, "fd00::/64" (an address is ip_prefix_format's). */
+/* "52:54:00:00:00:01", shared with the CLI (addresses and RA prefixes are
+ * ip_prefix_format's). */
 void port_text_mac(const uint8_t mac[6], char out[PORT_TEXT_MAC_LEN]);
-void port_text_prefix(const struct port_ra_prefix *p, char out[IP_PREFIX_STRLEN]);
 
 #endif

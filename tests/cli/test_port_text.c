@@ -55,7 +55,8 @@ static bool config_identical(const struct port_config *a, const struct port_conf
 		    memcmp(a->addrs[i].addr, b->addrs[i].addr, 16))
 			return false;
 	for (size_t i = 0; i < a->n_prefixes; i++)
-		if (a->prefixes[i].len != b->prefixes[i].len ||
+		if (a->prefixes[i].family != b->prefixes[i].family ||
+		    a->prefixes[i].cidr != b->prefixes[i].cidr ||
 		    memcmp(a->prefixes[i].addr, b->prefixes[i].addr, 16))
 			return false;
 	return true;
@@ -98,7 +99,8 @@ static void test_request_every_key(void)
 	      !memcmp(c.addrs[1].addr, v6, 16));
 	CHECK(c.addrs[2].family == AF_INET && c.addrs[2].cidr == 24);
 	CHECK(c.addrs[3].family == AF_INET6 && c.addrs[3].cidr == 64);
-	CHECK(c.n_prefixes == 1 && c.prefixes[0].len == 64 && !memcmp(c.prefixes[0].addr, p6, 16));
+	CHECK(c.n_prefixes == 1 && c.prefixes[0].family == AF_INET6 && c.prefixes[0].cidr == 64 &&
+	      !memcmp(c.prefixes[0].addr, p6, 16));
 	CHECK(c.mtu == 9000);
 
 	/* The defaults: server mode, MTU 1500, no router MAC or gateway given. */
@@ -339,10 +341,11 @@ static void random_port(struct port_config *c, unsigned int k, unsigned int vari
 		c->has_gateway4 = true;
 	}
 	for (size_t i = 0, np = rnd(3); i < np; i++) {
-		struct port_ra_prefix *p = &c->prefixes[c->n_prefixes++];
+		struct ip_prefix *p = &c->prefixes[c->n_prefixes++];
 
+		p->family = AF_INET6;
 		memcpy(p->addr, (uint8_t[]){ 0x20, 0x01, 0x0d, 0xb8, (uint8_t)k, (uint8_t)i }, 6);
-		p->len = 48 + (uint8_t)(16 * (i % 2));
+		p->cidr = 48 + (uint8_t)(16 * (i % 2));
 	}
 	c->mtu = rnd(3) ? PORT_MTU_DEFAULT : PORT_MTU_MIN + rnd(PORT_MTU_MAX - PORT_MTU_MIN + 1);
 	if (port_config_check(c, &why)) {
