@@ -91,14 +91,6 @@ static uint64_t counter(const struct mesh_text_show *m, size_t i)
 	return *(const uint64_t *)((const char *)&m->stats + mesh_text_counters[i].offset);
 }
 
-static void route_addr(const struct wg_mesh_route *r, char out[IP_PREFIX_STRLEN])
-{
-	struct ip_prefix a = { .family = r->family, .cidr = r->cidr };
-
-	memcpy(a.addr, r->addr, sizeof(a.addr));
-	ip_prefix_format(&a, out);
-}
-
 static void print_text(const struct mesh_text_show *m)
 {
 	char s[IP_PREFIX_STRLEN], key[MESH_TEXT_KEY_LEN];
@@ -115,7 +107,7 @@ static void print_text(const struct mesh_text_show *m)
 		       (unsigned long long)counter(m, i));
 	printf("routes:%s\n", m->n_routes ? "" : " none");
 	for (size_t i = 0; i < m->n_routes; i++) {
-		route_addr(&m->routes[i], s);
+		ip_prefix_format(&m->routes[i].prefix, s);
 		if (m->routes[i].negative) {
 			printf("  %s -> negative\n", s);
 		} else {
@@ -143,7 +135,7 @@ static void print_json(const struct mesh_text_show *m)
 		       (unsigned long long)counter(m, i));
 	printf("\n  },\n  \"routes\": [");
 	for (size_t i = 0; i < m->n_routes; i++) {
-		route_addr(&m->routes[i], s);
+		ip_prefix_format(&m->routes[i].prefix, s);
 		printf("%s\n    { \"address\": \"%s\", \"holder\": ", i ? "," : "", s);
 		if (m->routes[i].negative) {
 			printf("null");

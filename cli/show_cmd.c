@@ -451,10 +451,7 @@ static void text_mesh(const struct mesh_text_show *m)
 	       (unsigned long long)m->stats.lookups, (unsigned long long)m->stats.resolved,
 	       (unsigned long long)m->stats.negative);
 	for (size_t i = 0; i < m->n_routes; i++) {
-		struct ip_prefix a = { .family = m->routes[i].family, .cidr = m->routes[i].cidr };
-
-		memcpy(a.addr, m->routes[i].addr, sizeof(a.addr));
-		ip_prefix_format(&a, addr);
+		ip_prefix_format(&m->routes[i].prefix, addr);
 		if (m->routes[i].negative) {
 			printf("  route: %s nowhere\n", addr);
 		} else {
@@ -586,10 +583,7 @@ static void json_mesh(const struct mesh_text_show *m)
 	}
 	printf("}, \"routes\": [");
 	for (size_t i = 0; i < m->n_routes; i++) {
-		struct ip_prefix a = { .family = m->routes[i].family, .cidr = m->routes[i].cidr };
-
-		memcpy(a.addr, m->routes[i].addr, sizeof(a.addr));
-		ip_prefix_format(&a, addr);
+		ip_prefix_format(&m->routes[i].prefix, addr);
 		printf("%s{\"route\": \"%s\", \"holder\": ", i ? ", " : "", addr);
 		if (m->routes[i].negative) {
 			printf("null");

@@ -98,7 +98,7 @@ static void check_set(const char *text, size_t len)
 
 static bool same_route(const struct wg_mesh_route *a, const struct wg_mesh_route *b)
 {
-	return a->family == b->family && a->cidr == b->cidr && !memcmp(a->addr, b->addr, 16) &&
+	return ip_prefix_equal(&a->prefix, &b->prefix) &&
 	       !memcmp(a->holder, b->holder, 32) && a->negative == b->negative && a->seq == b->seq;
 }
 

@@ -784,9 +784,9 @@ int wg_mesh_routes(struct wg_device *dev, struct wg_mesh_route **out, size_t *n,
 		for (struct mesh_loc *l = m->buckets[b]; l && k < max; l = l->hash_next) {
 			if (!l->in_table)
 				continue;
-			r[k].family = l->family;
-			r[k].cidr = l->cidr;
-			memcpy(r[k].addr, l->addr, 16);
+			r[k].prefix.family = (uint8_t)l->family;
+			r[k].prefix.cidr = l->cidr;
+			memcpy(r[k].prefix.addr, l->addr, 16);
 			r[k].negative = !l->peer;
 			if (l->peer)
 				memcpy(r[k].holder, l->peer->public_key, WG_KEY_LEN);

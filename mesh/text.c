@@ -277,7 +277,6 @@ int mesh_text_format_show(const struct wg_mesh_config *cfg, const struct wg_mesh
 	const char *mode = mesh_text_mode_name(cfg->mode);
 	char s[IP_PREFIX_STRLEN];
 	struct text_buf b = { 0 };
-	struct ip_prefix a;
 
 	text_buf_printf(&b, "mode=%s\n", mode ? mode : "off");
 	for (size_t i = 0; i < cfg->n_prefixes && i < WG_MESH_MAX_PREFIXES; i++) {
@@ -289,11 +288,7 @@ int mesh_text_format_show(const struct wg_mesh_config *cfg, const struct wg_mesh
 				(unsigned long long)*counter_at((struct wg_mesh_stats *)st, i));
 	text_buf_printf(&b, "routes_truncated=%s\n", truncated ? "true" : "false");
 	for (size_t i = 0; i < n; i++) {
-		memset(&a, 0, sizeof(a));
-		a.family = routes[i].family;
-		a.cidr = routes[i].cidr;
-		memcpy(a.addr, routes[i].addr, 16);
-		ip_prefix_format(&a, s);
+		ip_prefix_format(&routes[i].prefix, s);
 		text_buf_printf(&b, "route=%s\n", s);
 		if (!routes[i].negative) {
 			text_buf_add(&b, "holder=", 7);
@@ -431,9 +426,7 @@ int mesh_text_parse_show(const char *text, size_t len, struct mesh_text_show *ou
 			}
 			r = &out->routes[out->n_routes++];
 			memset(r, 0, sizeof(*r));
-			r->family = a.family;
-			r->cidr = a.cidr;
-			memcpy(r->addr, a.addr, 16);
+			r->prefix = a;
 			has_holder = false;
 			continue;
 		}

@@ -294,15 +294,15 @@ static void test_show(void)
 #undef SET
 	st.locations = 12345678901234ull;
 	st.pending = 7;
-	routes[0].family = AF_INET6;
-	routes[0].cidr = 128;
-	inet_pton(AF_INET6, "fd77::5", routes[0].addr);
+	routes[0].prefix.family = AF_INET6;
+	routes[0].prefix.cidr = 128;
+	inet_pton(AF_INET6, "fd77::5", routes[0].prefix.addr);
 	for (int i = 0; i < 32; i++)
 		routes[0].holder[i] = (uint8_t)(i + 1);
 	routes[0].seq = 7;
-	routes[1].family = AF_INET;
-	routes[1].cidr = 32;
-	inet_pton(AF_INET, "10.77.0.9", routes[1].addr);
+	routes[1].prefix.family = AF_INET;
+	routes[1].prefix.cidr = 32;
+	inet_pton(AF_INET, "10.77.0.9", routes[1].prefix.addr);
 	routes[1].negative = true;
 
 	o += (size_t)sprintf(want + o, "mode=unicast\nprefix=fd77::/64\nprefix=10.77.0.0/16\n");
@@ -372,11 +372,11 @@ static void test_show(void)
 	/* 1000 routes parse; 1001 do not. */
 	many = calloc(MESH_TEXT_MAX_ROUTES + 1, sizeof(*many));
 	for (size_t i = 0; i <= MESH_TEXT_MAX_ROUTES; i++) {
-		many[i].family = AF_INET6;
-		many[i].cidr = 128;
-		many[i].addr[0] = 0xfd;
-		many[i].addr[14] = (uint8_t)(i >> 8);
-		many[i].addr[15] = (uint8_t)i;
+		many[i].prefix.family = AF_INET6;
+		many[i].prefix.cidr = 128;
+		many[i].prefix.addr[0] = 0xfd;
+		many[i].prefix.addr[14] = (uint8_t)(i >> 8);
+		many[i].prefix.addr[15] = (uint8_t)i;
 		many[i].negative = i % 3 == 0;
 		many[i].holder[0] = many[i].negative ? 0 : (uint8_t)(i | 1);
 		many[i].seq = i;
