@@ -85,22 +85,14 @@ static uint64_t counter(const struct mesh_text_show *m, size_t i)
 	return *(const uint64_t *)((const char *)&m->stats + mesh_text_counters[i].offset);
 }
 
-static void route_addr(const struct wg_mesh_route *r, char out[MESH_TEXT_ADDR_LEN])
-{
-	struct port_addr a = { .family = r->family, .cidr = r->cidr };
-
-	memcpy(a.addr, r->addr, sizeof(a.addr));
-	mesh_text_addr(&a, out);
-}
-
 static void print_text(const struct mesh_text_show *m)
 {
-	char s[MESH_TEXT_ADDR_LEN], key[MESH_TEXT_KEY_LEN];
+	char s[IP_PREFIX_STRLEN], key[MESH_TEXT_KEY_LEN];
 	const char *mode = mesh_text_mode_name(m->cfg.mode);
 
 	printf("mode: %s\nprefixes:", mode ? mode : "?");
 	for (size_t i = 0; i < m->cfg.n_prefixes; i++) {
-		mesh_text_addr(&m->cfg.prefixes[i], s);
+		ip_prefix_format(&m->cfg.prefixes[i], s);
 		printf("%s %s", i ? "," : "", s);
 	}
 	printf("%s\ncounters:\n", m->cfg.n_prefixes ? "" : " none");
@@ -109,7 +101,7 @@ static void print_text(const struct mesh_text_show *m)
 		       (unsigned long long)counter(m, i));
 	printf("routes:%s\n", m->n_routes ? "" : " none");
 	for (size_t i = 0; i < m->n_routes; i++) {
-		route_addr(&m->routes[i], s);
+		ip_prefix_format(&m->routes[i].prefix, s);
 		if (m->routes[i].negative) {
 			printf("  %s -> negative\n", s);
 		} else {
@@ -123,12 +115,12 @@ static void print_text(const struct mesh_text_show *m)
 
 static void print_json(const struct mesh_text_show *m)
 {
-	char s[MESH_TEXT_ADDR_LEN], key[MESH_TEXT_KEY_LEN];
+	char s[IP_PREFIX_STRLEN], key[MESH_TEXT_KEY_LEN];
 	const char *mode = mesh_text_mode_name(m->cfg.mode);
 
 	printf("{\n  \"mode\": \"%s\",\n  \"prefixes\": [", mode ? mode : "?");
 	for (size_t i = 0; i < m->cfg.n_prefixes; i++) {
-		mesh_text_addr(&m->cfg.prefixes[i], s);
+		ip_prefix_format(&m->cfg.prefixes[i], s);
 		printf("%s\"%s\"", i ? ", " : "", s);
 	}
 	printf("],\n  \"counters\": {");
@@ -137,7 +129,7 @@ static void print_json(const struct mesh_text_show *m)
 		       (unsigned long long)counter(m, i));
 	printf("\n  },\n  \"routes\": [");
 	for (size_t i = 0; i < m->n_routes; i++) {
-		route_addr(&m->routes[i], s);
+		ip_prefix_format(&m->routes[i].prefix, s);
 		printf("%s\n    { \"address\": \"%s\", \"holder\": ", i ? "," : "", s);
 		if (m->routes[i].negative) {
 			printf("null");

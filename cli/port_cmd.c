@@ -172,19 +172,19 @@ static uint64_t drops(const struct port_info *p)
 /* Addresses joined by ',' ("-" when none). */
 static void join_addrs(const struct port_config *c, char *out, size_t cap)
 {
-	char s[PORT_TEXT_ADDR_LEN];
+	char s[IP_PREFIX_STRLEN];
 	size_t o = 0;
 
 	snprintf(out, cap, "-");
 	for (size_t i = 0; i < c->n_addrs && o < cap; i++) {
-		port_text_addr(&c->addrs[i], s);
+		ip_prefix_format(&c->addrs[i], s);
 		o += (size_t)snprintf(out + o, cap - o, "%s%s", i ? "," : "", s);
 	}
 }
 
 static void print_table(const struct port_info *ports, size_t n)
 {
-	char addrs[PORT_MAX_ADDRS * PORT_TEXT_ADDR_LEN], mac[PORT_TEXT_MAC_LEN];
+	char addrs[PORT_MAX_ADDRS * IP_PREFIX_STRLEN], mac[PORT_TEXT_MAC_LEN];
 	int wn = 4, wa = 9;
 
 	for (size_t i = 0; i < n; i++) {
@@ -211,7 +211,7 @@ static void print_table(const struct port_info *ports, size_t n)
 static void json_port(const struct port_info *p)
 {
 	const struct port_config *c = &p->cfg;
-	char s[PORT_TEXT_ADDR_LEN];
+	char s[IP_PREFIX_STRLEN];
 
 	printf("  {\n    \"name\": ");
 	cli_json_str(c->name);
@@ -233,12 +233,12 @@ static void json_port(const struct port_info *p)
 		printf("null");
 	printf(",\n    \"addresses\": [");
 	for (size_t i = 0; i < c->n_addrs; i++) {
-		port_text_addr(&c->addrs[i], s);
+		ip_prefix_format(&c->addrs[i], s);
 		printf("%s\"%s\"", i ? ", " : "", s);
 	}
 	printf("],\n    \"prefixes\": [");
 	for (size_t i = 0; i < c->n_prefixes; i++) {
-		port_text_prefix(&c->prefixes[i], s);
+		ip_prefix_format(&c->prefixes[i], s);
 		printf("%s\"%s\"", i ? ", " : "", s);
 	}
 	printf("],\n    \"mtu\": %u,\n    \"connected\": %s,\n    \"counters\": {", c->mtu,

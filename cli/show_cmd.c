@@ -394,7 +394,7 @@ static void text_peer(const struct peer *p)
 
 static void text_port(const struct port_info *p)
 {
-	char mac[PORT_TEXT_MAC_LEN], addr[PORT_TEXT_ADDR_LEN];
+	char mac[PORT_TEXT_MAC_LEN], addr[IP_PREFIX_STRLEN];
 	uint64_t drops = 0;
 	bool any = false;
 
@@ -405,7 +405,7 @@ static void text_port(const struct port_info *p)
 	       mac);
 	printf("  addresses:");
 	for (size_t i = 0; i < p->cfg.n_addrs; i++) {
-		port_text_addr(&p->cfg.addrs[i], addr);
+		ip_prefix_format(&p->cfg.addrs[i], addr);
 		printf("%s%s", i ? ", " : " ", addr);
 	}
 	printf("%s\n", p->cfg.n_addrs ? "" : " (none)");
@@ -432,11 +432,11 @@ static void text_port(const struct port_info *p)
 
 static void text_mesh(const struct mesh_text_show *m)
 {
-	char addr[MESH_TEXT_ADDR_LEN], key[MESH_TEXT_KEY_LEN];
+	char addr[IP_PREFIX_STRLEN], key[MESH_TEXT_KEY_LEN];
 
 	printf("\nmesh: %s\n  prefixes:", mesh_text_mode_name(m->cfg.mode));
 	for (size_t i = 0; i < m->cfg.n_prefixes; i++) {
-		mesh_text_addr(&m->cfg.prefixes[i], addr);
+		ip_prefix_format(&m->cfg.prefixes[i], addr);
 		printf("%s%s", i ? ", " : " ", addr);
 	}
 	printf("%s\n", m->cfg.n_prefixes ? "" : " (none)");
@@ -451,10 +451,7 @@ static void text_mesh(const struct mesh_text_show *m)
 	       (unsigned long long)m->stats.lookups, (unsigned long long)m->stats.resolved,
 	       (unsigned long long)m->stats.negative);
 	for (size_t i = 0; i < m->n_routes; i++) {
-		struct port_addr a = { .family = m->routes[i].family, .cidr = m->routes[i].cidr };
-
-		memcpy(a.addr, m->routes[i].addr, sizeof(a.addr));
-		mesh_text_addr(&a, addr);
+		ip_prefix_format(&m->routes[i].prefix, addr);
 		if (m->routes[i].negative) {
 			printf("  route: %s nowhere\n", addr);
 		} else {
@@ -526,7 +523,7 @@ static void json_peer(const struct peer *p)
 	printf(", \"allowed_ips\": [");
 	for (const char *a = p->allowed; a && *a;) {
 		size_t n = strcspn(a, ",");
-		char item[PORT_TEXT_ADDR_LEN + 8];
+		char item[IP_PREFIX_STRLEN + 8];
 
 		snprintf(item, sizeof(item), "%.*s", (int)n, a);
 		printf("%s", a == p->allowed ? "" : ", ");
@@ -542,7 +539,7 @@ static void json_peer(const struct peer *p)
 
 static void json_port(const struct port_info *p)
 {
-	char mac[PORT_TEXT_MAC_LEN], addr[PORT_TEXT_ADDR_LEN];
+	char mac[PORT_TEXT_MAC_LEN], addr[IP_PREFIX_STRLEN];
 
 	port_text_mac(p->cfg.vm_mac, mac);
 	printf("{\"name\": ");
@@ -557,7 +554,7 @@ static void json_port(const struct port_info *p)
 	printf(", \"mac\": \"%s\", \"connected\": %s, \"addresses\": [", mac,
 	       p->connected ? "true" : "false");
 	for (size_t i = 0; i < p->cfg.n_addrs; i++) {
-		port_text_addr(&p->cfg.addrs[i], addr);
+		ip_prefix_format(&p->cfg.addrs[i], addr);
 		printf("%s\"%s\"", i ? ", " : "", addr);
 	}
 	printf("], \"counters\": {");
@@ -569,11 +566,11 @@ static void json_port(const struct port_info *p)
 
 static void json_mesh(const struct mesh_text_show *m)
 {
-	char addr[MESH_TEXT_ADDR_LEN], key[MESH_TEXT_KEY_LEN];
+	char addr[IP_PREFIX_STRLEN], key[MESH_TEXT_KEY_LEN];
 
 	printf("{\"mode\": \"%s\", \"prefixes\": [", mesh_text_mode_name(m->cfg.mode));
 	for (size_t i = 0; i < m->cfg.n_prefixes; i++) {
-		mesh_text_addr(&m->cfg.prefixes[i], addr);
+		ip_prefix_format(&m->cfg.prefixes[i], addr);
 		printf("%s\"%s\"", i ? ", " : "", addr);
 	}
 	printf("], \"counters\": {");
@@ -586,10 +583,7 @@ static void json_mesh(const struct mesh_text_show *m)
 	}
 	printf("}, \"routes\": [");
 	for (size_t i = 0; i < m->n_routes; i++) {
-		struct port_addr a = { .family = m->routes[i].family, .cidr = m->routes[i].cidr };
-
-		memcpy(a.addr, m->routes[i].addr, sizeof(a.addr));
-		mesh_text_addr(&a, addr);
+		ip_prefix_format(&m->routes[i].prefix, addr);
 		printf("%s{\"route\": \"%s\", \"holder\": ", i ? ", " : "", addr);
 		if (m->routes[i].negative) {
 			printf("null");

@@ -111,13 +111,13 @@ static int vm_del(int argc, char **argv)
 
 static void print_table(const struct port_info *ports, size_t n, const struct wg_mesh_config *m)
 {
-	char s[MESH_TEXT_ADDR_LEN];
+	char s[IP_PREFIX_STRLEN];
 	int wp = 4, wa = 7;
 	bool any = false;
 
 	for (size_t i = 0; i < n; i++) {
 		for (size_t k = 0; k < ports[i].cfg.n_addrs; k++) {
-			mesh_text_addr(&ports[i].cfg.addrs[k], s);
+			ip_prefix_format(&ports[i].cfg.addrs[k], s);
 			wp = (int)strlen(ports[i].cfg.name) > wp ? (int)strlen(ports[i].cfg.name) : wp;
 			wa = (int)strlen(s) > wa ? (int)strlen(s) : wa;
 			any = true;
@@ -128,7 +128,7 @@ static void print_table(const struct port_info *ports, size_t n, const struct wg
 	printf("%-*s  %-*s  %s\n", wp, "PORT", wa, "ADDRESS", "MESH");
 	for (size_t i = 0; i < n; i++) {
 		for (size_t k = 0; k < ports[i].cfg.n_addrs; k++) {
-			mesh_text_addr(&ports[i].cfg.addrs[k], s);
+			ip_prefix_format(&ports[i].cfg.addrs[k], s);
 			printf("%-*s  %-*s  %s\n", wp, ports[i].cfg.name, wa, s,
 			       mesh_text_in_prefix(m, &ports[i].cfg.addrs[k]) ? "yes" : "no");
 		}
@@ -137,7 +137,7 @@ static void print_table(const struct port_info *ports, size_t n, const struct wg
 
 static void print_json(const struct port_info *ports, size_t n, const struct wg_mesh_config *m)
 {
-	char s[MESH_TEXT_ADDR_LEN];
+	char s[IP_PREFIX_STRLEN];
 
 	printf("[");
 	for (size_t i = 0; i < n; i++) {
@@ -145,7 +145,7 @@ static void print_json(const struct port_info *ports, size_t n, const struct wg_
 		cli_json_str(ports[i].cfg.name);
 		printf(",\n    \"addresses\": [");
 		for (size_t k = 0; k < ports[i].cfg.n_addrs; k++) {
-			mesh_text_addr(&ports[i].cfg.addrs[k], s);
+			ip_prefix_format(&ports[i].cfg.addrs[k], s);
 			printf("%s\n      { \"address\": \"%s\", \"mesh\": %s }", k ? "," : "", s,
 			       mesh_text_in_prefix(m, &ports[i].cfg.addrs[k]) ? "true" : "false");
 		}
@@ -197,7 +197,7 @@ static bool same_request(const struct mesh_vm_step *a, const struct mesh_vm_step
 static int send_steps(const struct mesh_vm_step *steps, size_t n, const struct mesh_text_vm *want,
 		      const char *what)
 {
-	char s[MESH_TEXT_ADDR_LEN], *body;
+	char s[IP_PREFIX_STRLEN], *body;
 	struct text_buf b = { 0 };
 	size_t len;
 	int ret;
@@ -205,7 +205,7 @@ static int send_steps(const struct mesh_vm_step *steps, size_t n, const struct m
 	if (steps[0].kind == MESH_VM_STEP_ADD)
 		text_buf_printf(&b, "port=%s\n", want[steps[0].port].port);
 	for (size_t i = 0; i < n; i++) {
-		mesh_text_addr(&steps[i].addr, s);
+		ip_prefix_format(&steps[i].addr, s);
 		text_buf_printf(&b, "address=%s\n", s);
 	}
 	if (text_buf_finish(&b, &body, &len))
@@ -220,9 +220,9 @@ static void print_step(const struct mesh_vm_step *st, const struct mesh_text_vm 
 		       const struct port_info *have, bool dry_run)
 {
 	const char *would = dry_run ? "would have " : "";
-	char s[MESH_TEXT_ADDR_LEN];
+	char s[IP_PREFIX_STRLEN];
 
-	mesh_text_addr(&st->addr, s);
+	ip_prefix_format(&st->addr, s);
 	if (st->kind == MESH_VM_STEP_ADD && st->from == SIZE_MAX)
 		printf("%sadded %s to %s\n", would, s, want[st->port].port);
 	else if (st->kind == MESH_VM_STEP_ADD)

@@ -19,6 +19,7 @@
 #include "crypto/aead.h"
 #include "datapath/datapath.h"
 #include "mesh/mesh.h"
+#include "pkt/prefix.h"
 #include "port/ports.h"
 #include "port/text.h"
 #include "text/text.h"
@@ -103,14 +104,12 @@ static void lone_counter(struct text_buf *b, const char *prefix, const char *nam
 static char *join_allowed_ips(const struct wg_peer_config *pc)
 {
 	struct text_buf b = { 0 };
-	char *text, addr[INET6_ADDRSTRLEN];
+	char *text, s[IP_PREFIX_STRLEN];
 	size_t len;
 
 	for (size_t i = 0; i < pc->n_allowed_ips; i++) {
-		const struct wg_allowed_ip *a = &pc->allowed_ips[i];
-
-		inet_ntop(a->family, a->addr.bytes, addr, sizeof(addr));
-		text_buf_printf(&b, "%s%s/%u", i ? "," : "", addr, a->cidr);
+		ip_prefix_format(&pc->allowed_ips[i].prefix, s);
+		text_buf_printf(&b, "%s%s", i ? "," : "", s);
 	}
 	return text_buf_finish(&b, &text, &len) ? NULL : text;
 }

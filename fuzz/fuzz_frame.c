@@ -32,10 +32,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 	port_config_init(&cfg);
 	memcpy(cfg.vm_mac, mac, 6);
-	cfg.addrs[0] = (struct port_addr){ .family = AF_INET, .addr = { 10, 0, 0, 2 }, .cidr = 32 };
-	cfg.addrs[1] = (struct port_addr){ .family = AF_INET, .addr = { 10, 1, 0, 0 }, .cidr = 20 };
-	cfg.addrs[2] = (struct port_addr){ .family = AF_INET6, .addr = { 0xfd, 0, [15] = 2 }, .cidr = 128 };
-	cfg.addrs[3] = (struct port_addr){ .family = AF_INET6, .addr = { 0xfd, 0, 0, 1 }, .cidr = 61 };
+	cfg.addrs[0] = (struct ip_prefix){ .family = AF_INET, .addr = { 10, 0, 0, 2 }, .cidr = 32 };
+	cfg.addrs[1] = (struct ip_prefix){ .family = AF_INET, .addr = { 10, 1, 0, 0 }, .cidr = 20 };
+	cfg.addrs[2] = (struct ip_prefix){ .family = AF_INET6, .addr = { 0xfd, 0, [15] = 2 }, .cidr = 128 };
+	cfg.addrs[3] = (struct ip_prefix){ .family = AF_INET6, .addr = { 0xfd, 0, 0, 1 }, .cidr = 61 };
 	cfg.n_addrs = 4;
 	return 0;
 }
@@ -55,7 +55,7 @@ static uint16_t ip4_header_sum(const uint8_t *h, size_t len)
 static bool naive_registered(int family, const uint8_t *a)
 {
 	for (size_t i = 0; i < cfg.n_addrs; i++) {
-		const struct port_addr *p = &cfg.addrs[i];
+		const struct ip_prefix *p = &cfg.addrs[i];
 		bool match = p->family == family;
 
 		for (unsigned int b = 0; match && b < p->cidr; b++)

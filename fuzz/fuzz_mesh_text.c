@@ -26,10 +26,10 @@
 		}                                                                        \
 	} while (0)
 
-static bool same_list(const struct port_addr *a, const struct port_addr *b, size_t n)
+static bool same_list(const struct ip_prefix *a, const struct ip_prefix *b, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (!port_addr_equal(&a[i], &b[i]))
+		if (!ip_prefix_equal(&a[i], &b[i]))
 			return false;
 	return true;
 }
@@ -37,7 +37,7 @@ static bool same_list(const struct port_addr *a, const struct port_addr *b, size
 static void check_vm_request(const char *text, size_t len, bool with_port)
 {
 	static struct mesh_text_vm_request a, b;
-	char s[MESH_TEXT_ADDR_LEN], *t = NULL;
+	char s[IP_PREFIX_STRLEN], *t = NULL;
 	const char *why = NULL;
 	size_t tl = 0;
 	struct text_buf tb = { 0 };
@@ -52,7 +52,7 @@ static void check_vm_request(const char *text, size_t len, bool with_port)
 	if (with_port)
 		text_buf_printf(&tb, "port=%s\n", a.port);
 	for (size_t i = 0; i < a.n_addrs; i++) {
-		mesh_text_addr(&a.addrs[i], s);
+		ip_prefix_format(&a.addrs[i], s);
 		text_buf_printf(&tb, "address=%s\n", s);
 	}
 	CHECK(text_buf_finish(&tb, &t, &tl) == 0);
@@ -66,7 +66,7 @@ static void check_set(const char *text, size_t len)
 {
 	struct mesh_text_set a, b;
 	struct wg_mesh_config cfg = { .mode = WG_MESH_MULTICAST };
-	char s[MESH_TEXT_ADDR_LEN], *t = NULL;
+	char s[IP_PREFIX_STRLEN], *t = NULL;
 	const char *why = NULL;
 	size_t tl = 0;
 	struct text_buf tb = { 0 };
@@ -80,7 +80,7 @@ static void check_set(const char *text, size_t len)
 	if (a.has_mode)
 		text_buf_printf(&tb, "mode=%s\n", mesh_text_mode_name(a.mode));
 	for (size_t i = 0; i < a.n_prefixes; i++) {
-		mesh_text_addr(&a.prefixes[i], s);
+		ip_prefix_format(&a.prefixes[i], s);
 		text_buf_printf(&tb, "prefix=%s\n", s);
 	}
 	CHECK(text_buf_finish(&tb, &t, &tl) == 0);
@@ -95,7 +95,7 @@ static void check_set(const char *text, size_t len)
 
 static bool same_route(const struct wg_mesh_route *a, const struct wg_mesh_route *b)
 {
-	return a->family == b->family && a->cidr == b->cidr && !memcmp(a->addr, b->addr, 16) &&
+	return ip_prefix_equal(&a->prefix, &b->prefix) &&
 	       !memcmp(a->holder, b->holder, 32) && a->negative == b->negative && a->seq == b->seq;
 }
 
@@ -129,7 +129,7 @@ static void check_show(const char *text, size_t len)
 static void check_config(const char *text, size_t len)
 {
 	struct wg_mesh_config a, b;
-	char s[MESH_TEXT_ADDR_LEN], *t = NULL;
+	char s[IP_PREFIX_STRLEN], *t = NULL;
 	const char *why = NULL;
 	size_t tl = 0;
 	int line = -1;
@@ -143,7 +143,7 @@ static void check_config(const char *text, size_t len)
 	CHECK(a.mode == WG_MESH_OFF || a.n_prefixes);
 	text_buf_printf(&tb, "[Mesh]\nMode = %s\n", mesh_text_mode_name(a.mode));
 	for (size_t i = 0; i < a.n_prefixes; i++) {
-		mesh_text_addr(&a.prefixes[i], s);
+		ip_prefix_format(&a.prefixes[i], s);
 		text_buf_printf(&tb, "Prefix = %s\n", s);
 	}
 	CHECK(text_buf_finish(&tb, &t, &tl) == 0);
@@ -153,21 +153,21 @@ static void check_config(const char *text, size_t len)
 	free(t);
 }
 
-static bool listed_in(const struct mesh_text_vm *want, size_t n, const struct port_addr *a)
+static bool listed_in(const struct mesh_text_vm *want, size_t n, const struct ip_prefix *a)
 {
 	for (size_t w = 0; w < n; w++)
 		for (size_t k = 0; k < want[w].n_addrs; k++)
-			if (port_addr_equal(&want[w].addrs[k], a))
+			if (ip_prefix_equal(&want[w].addrs[k], a))
 				return true;
 	return false;
 }
 
 /* Where a is on the model host; -1: nowhere. */
-static int held_by(const struct port_info *have, size_t n, const struct port_addr *a, size_t *at)
+static int held_by(const struct port_info *have, size_t n, const struct ip_prefix *a, size_t *at)
 {
 	for (size_t h = 0; h < n; h++)
 		for (size_t k = 0; k < have[h].cfg.n_addrs; k++)
-			if (port_addr_equal(&have[h].cfg.addrs[k], a)) {
+			if (ip_prefix_equal(&have[h].cfg.addrs[k], a)) {
 				*at = k;
 				return (int)h;
 			}
@@ -185,7 +185,7 @@ static void check_plan(const struct mesh_text_vm *want, size_t n)
 	struct mesh_vm_plan_counts counts;
 	size_t n_steps, bad, at;
 	const char *why;
-	struct port_addr x;
+	struct ip_prefix x;
 	int h;
 
 	CHECK(have);
@@ -200,7 +200,7 @@ static void check_plan(const struct mesh_text_vm *want, size_t n)
 	}
 	strcpy(have[n].cfg.name, "fuzz-extra");
 	for (size_t i = 0; i < 2; i++) {
-		CHECK(mesh_text_parse_cidr(extra[i], strlen(extra[i]), &x, &why) == 0);
+		CHECK(ip_prefix_parse(extra[i], strlen(extra[i]), MESH_TEXT_CIDR, &x, &why) == 0);
 		if (held_by(have, n, &x, &at) < 0 && !listed_in(want, n, &x))
 			have[n].cfg.addrs[have[n].cfg.n_addrs++] = x;
 	}
@@ -238,7 +238,7 @@ static void check_plan(const struct mesh_text_vm *want, size_t n)
 static void check_vm_file(const char *text, size_t len)
 {
 	struct mesh_text_vm *a, *b;
-	char s[MESH_TEXT_ADDR_LEN], *t = NULL;
+	char s[IP_PREFIX_STRLEN], *t = NULL;
 	const char *why = NULL;
 	size_t na, nb, tl = 0;
 	int line = -1;
@@ -254,7 +254,7 @@ static void check_vm_file(const char *text, size_t len)
 		CHECK(a[i].n_addrs <= PORT_MAX_ADDRS);
 		text_buf_add(&tb, a[i].port, strlen(a[i].port));
 		for (size_t k = 0; k < a[i].n_addrs; k++) {
-			mesh_text_addr(&a[i].addrs[k], s);
+			ip_prefix_format(&a[i].addrs[k], s);
 			text_buf_printf(&tb, " %s", s);
 		}
 		text_buf_add(&tb, "\n", 1);

@@ -38,7 +38,8 @@ static bool identical(const struct port_config *a, const struct port_config *b)
 		    memcmp(a->addrs[i].addr, b->addrs[i].addr, 16))
 			return false;
 	for (size_t i = 0; i < a->n_prefixes; i++)
-		if (a->prefixes[i].len != b->prefixes[i].len ||
+		if (a->prefixes[i].family != b->prefixes[i].family ||
+		    a->prefixes[i].cidr != b->prefixes[i].cidr ||
 		    memcmp(a->prefixes[i].addr, b->prefixes[i].addr, 16))
 			return false;
 	return true;

@@ -99,14 +99,10 @@ static void configure(const uint8_t local_priv[WG_KEY_LEN])
 	set_addr4(&pc->endpoint, "192.0.2.2", 51820);
 	a = wg_config_add_allowed_ip(pc);
 	CHECK(a);
-	a->family = AF_INET;
-	a->cidr = 8;
-	a->addr.bytes[0] = 10;
+	a->prefix = (struct ip_prefix){ .family = AF_INET, .cidr = 8, .addr = { 10 } };
 	a = wg_config_add_allowed_ip(pc);
 	CHECK(a);
-	a->family = AF_INET6;
-	a->cidr = 8;
-	a->addr.bytes[0] = 0xfd;
+	a->prefix = (struct ip_prefix){ .family = AF_INET6, .cidr = 8, .addr = { 0xfd } };
 	CHECK(wg_device_set(g.dev, &cfg) == 0);
 	wg_config_clear(&cfg);
 }

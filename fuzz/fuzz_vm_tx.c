@@ -164,7 +164,7 @@ static const uint8_t vm_mac[6] = { 0x02, 0x66, 0, 0, 0, 0x01 };
 /* The VM's port: its own addresses and a routed prefix of each family. */
 static void port_setup(void)
 {
-	static const struct port_addr addrs[] = {
+	static const struct ip_prefix addrs[] = {
 		{ AF_INET, { 10, 0, 0, 2 }, 32 },
 		{ AF_INET, { 10, 1, 0, 0 }, 24 },
 		{ AF_INET6, { 0xfd, 0x00, [15] = 2 }, 128 },
@@ -180,8 +180,8 @@ static void port_setup(void)
 	memcpy(cfg.router_mac, router_mac, 6);
 	memcpy(cfg.addrs, addrs, sizeof(addrs));
 	cfg.n_addrs = sizeof(addrs) / sizeof(addrs[0]);
+	cfg.prefixes[0] = (struct ip_prefix){ .family = AF_INET6, .cidr = 64 };
 	memcpy(cfg.prefixes[0].addr, addrs[3].addr, 16);
-	cfg.prefixes[0].len = 64;
 	cfg.n_prefixes = 1;
 	cfg.mtu = 1500;
 	wg_port_ndp_config(&cfg, &ndp_cfg);

@@ -23,7 +23,7 @@ static bool same_config(const struct wg_mesh_config *a, const struct wg_mesh_con
 		bool found = false;
 
 		for (size_t j = 0; j < b->n_prefixes && !found; j++)
-			found = port_addr_equal(&a->prefixes[i], &b->prefixes[j]);
+			found = ip_prefix_equal(&a->prefixes[i], &b->prefixes[j]);
 		if (!found)
 			return false;
 	}

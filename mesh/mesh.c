@@ -569,23 +569,11 @@ void wg_mesh_free(struct wg_mesh *m)
 
 /* Control plane. */
 
-static bool prefix_ok(const struct port_addr *p)
-{
-	size_t bytes = p->family == AF_INET ? 4 : p->family == AF_INET6 ? 16 : 0;
-
-	if (!bytes || p->cidr > bytes * 8)
-		return false;
-	for (size_t bit = p->cidr; bit < 128; bit++)
-		if (p->addr[bit / 8] & (0x80 >> (bit % 8)))
-			return false;
-	return true;
-}
-
 /* The addresses of the ports that were there before the mesh, registered
  * and announced as if just added. */
 static void announce_ports(struct wg_device *dev)
 {
-	struct port_addr *addrs = calloc((size_t)PORT_MAX * PORT_MAX_ADDRS, sizeof(*addrs));
+	struct ip_prefix *addrs = calloc((size_t)PORT_MAX * PORT_MAX_ADDRS, sizeof(*addrs));
 	size_t n = 0;
 
 	if (!addrs)
@@ -607,7 +595,7 @@ int wg_mesh_set(struct wg_device *dev, const struct wg_mesh_config *cfg)
 	if (cfg->mode > WG_MESH_MULTICAST || cfg->n_prefixes > WG_MESH_MAX_PREFIXES)
 		return -EINVAL;
 	for (size_t i = 0; i < cfg->n_prefixes; i++)
-		if (!prefix_ok(&cfg->prefixes[i]))
+		if (!ip_prefix_valid(&cfg->prefixes[i]))
 			return -EINVAL;
 	pthread_rwlock_wrlock(&dev->lock);
 	pthread_mutex_lock(&m->lock);
@@ -656,7 +644,7 @@ void wg_mesh_get(struct wg_device *dev, struct wg_mesh_config *cfg, struct wg_me
 
 /* Registration: this host now holds addrs (already in the table as a
  * port's). Announces those in the mesh. */
-void wg_mesh_local_added(struct wg_device *dev, const struct port_addr *addrs, size_t n)
+void wg_mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
 {
 	struct wg_mesh *m = dev->mesh;
 	struct mesh_note *out = NULL;
@@ -667,7 +655,7 @@ void wg_mesh_local_added(struct wg_device *dev, const struct port_addr *addrs, s
 	pthread_rwlock_wrlock(&dev->lock);
 	pthread_mutex_lock(&m->lock);
 	for (size_t i = 0; i < n && atomic_load(&m->mode) != WG_MESH_OFF; i++) {
-		const struct port_addr *a = &addrs[i];
+		const struct ip_prefix *a = &addrs[i];
 		struct mesh_loc *l;
 		struct mesh_item it;
 		struct wg_peer *home;
@@ -712,7 +700,7 @@ void wg_mesh_local_added(struct wg_device *dev, const struct port_addr *addrs, s
 	kick_worker(m);
 }
 
-void wg_mesh_local_removed(struct wg_device *dev, const struct port_addr *addrs, size_t n)
+void wg_mesh_local_removed(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
 {
 	struct wg_mesh *m = dev->mesh;
 	uint64_t now = wg_clock_now();
@@ -765,7 +753,7 @@ void wg_mesh_local_removed(struct wg_device *dev, const struct port_addr *addrs,
 	mesh_wake(m);
 }
 
-int wg_mesh_vm_add(struct wg_device *dev, const char *port, const struct port_addr *addrs, size_t n)
+int wg_mesh_vm_add(struct wg_device *dev, const char *port, const struct ip_prefix *addrs, size_t n)
 {
 	int err = wg_device_port_register(dev, port, addrs, n);
 
@@ -774,7 +762,7 @@ int wg_mesh_vm_add(struct wg_device *dev, const char *port, const struct port_ad
 	return err;
 }
 
-int wg_mesh_vm_del(struct wg_device *dev, const struct port_addr *addrs, size_t n)
+int wg_mesh_vm_del(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
 {
 	int err = wg_device_port_unregister(dev, addrs, n);
 
@@ -796,9 +784,9 @@ int wg_mesh_routes(struct wg_device *dev, struct wg_mesh_route **out, size_t *n,
 		for (struct mesh_loc *l = m->buckets[b]; l && k < max; l = l->hash_next) {
 			if (!l->in_table)
 				continue;
-			r[k].family = l->family;
-			r[k].cidr = l->cidr;
-			memcpy(r[k].addr, l->addr, 16);
+			r[k].prefix.family = (uint8_t)l->family;
+			r[k].prefix.cidr = l->cidr;
+			memcpy(r[k].prefix.addr, l->addr, 16);
 			r[k].negative = !l->peer;
 			if (l->peer)
 				memcpy(r[k].holder, l->peer->public_key, WG_KEY_LEN);

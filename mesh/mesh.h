@@ -82,12 +82,12 @@ void wg_mesh_get(struct wg_device *dev, struct wg_mesh_config *cfg, struct wg_me
  * announces those inside a mesh prefix. Idempotent for addresses the port
  * already has. 0, -ENOENT (no such port), -EEXIST (an address belongs to
  * another port), -ENOSPC (PORT_MAX_ADDRS), -EINVAL. */
-int wg_mesh_vm_add(struct wg_device *dev, const char *port, const struct port_addr *addrs,
+int wg_mesh_vm_add(struct wg_device *dev, const char *port, const struct ip_prefix *addrs,
 		   size_t n);
 /* Unregisters addrs from whichever port holds them; the host forwards what
  * still reaches it to where the address went, when it knows. 0 or -ENOENT
  * (an address is registered nowhere; nothing changed). */
-int wg_mesh_vm_del(struct wg_device *dev, const struct port_addr *addrs, size_t n);
+int wg_mesh_vm_del(struct wg_device *dev, const struct ip_prefix *addrs, size_t n);
 
 /* Learned locations, for listing (struct wg_mesh_route, mesh/types.h). */
 int wg_mesh_routes(struct wg_device *dev, struct wg_mesh_route **out, size_t *n, size_t max);
@@ -139,7 +139,7 @@ void wg_mesh_take_released(struct wg_device *dev, struct wg_pkt_queue *out,
 /* Device hooks. Write lock held: a peer is going away. */
 void wg_mesh_peer_removed(struct wg_device *dev, struct wg_peer *peer);
 /* No lock held: a port with these addresses was added or removed. */
-void wg_mesh_local_added(struct wg_device *dev, const struct port_addr *addrs, size_t n);
-void wg_mesh_local_removed(struct wg_device *dev, const struct port_addr *addrs, size_t n);
+void wg_mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, size_t n);
+void wg_mesh_local_removed(struct wg_device *dev, const struct ip_prefix *addrs, size_t n);
 
 #endif

@@ -9,20 +9,20 @@
 
 /* The ports of the host as the plan changes them. */
 struct held {
-	struct port_addr addrs[PORT_MAX_ADDRS];
+	struct ip_prefix addrs[PORT_MAX_ADDRS];
 	size_t n;
 };
 
-static size_t find_held(const struct held *h, const struct port_addr *a)
+static size_t find_held(const struct held *h, const struct ip_prefix *a)
 {
 	for (size_t i = 0; i < h->n; i++)
-		if (port_addr_equal(&h->addrs[i], a))
+		if (ip_prefix_equal(&h->addrs[i], a))
 			return i;
 	return SIZE_MAX;
 }
 
 /* Which of n ports holds a; SIZE_MAX: none. */
-static size_t holder_of(const struct held *held, size_t n, const struct port_addr *a)
+static size_t holder_of(const struct held *held, size_t n, const struct ip_prefix *a)
 {
 	for (size_t p = 0; p < n; p++)
 		if (find_held(&held[p], a) != SIZE_MAX)
@@ -30,10 +30,10 @@ static size_t holder_of(const struct held *held, size_t n, const struct port_add
 	return SIZE_MAX;
 }
 
-static size_t wanted_by(const struct mesh_text_vm *want, size_t n, const struct port_addr *a)
+static size_t wanted_by(const struct mesh_text_vm *want, size_t n, const struct ip_prefix *a)
 {
 	for (size_t w = 0; w < n; w++)
-		if (port_addr_listed(want[w].addrs, want[w].n_addrs, a))
+		if (ip_prefix_listed(want[w].addrs, want[w].n_addrs, a))
 			return w;
 	return SIZE_MAX;
 }
@@ -45,7 +45,7 @@ struct plan {
 };
 
 static void step(struct plan *p, enum mesh_vm_step_kind kind, size_t port, size_t from,
-		 const struct port_addr *a)
+		 const struct ip_prefix *a)
 {
 	p->steps[p->n++] = (struct mesh_vm_step){ kind, port, from, *a };
 }
@@ -58,11 +58,11 @@ static void unhold(struct held *h, size_t i)
 }
 
 /* The port of have that held a before the plan; SIZE_MAX: none. */
-static size_t had_by(const struct port_info *have, size_t n, const struct port_addr *a)
+static size_t had_by(const struct port_info *have, size_t n, const struct ip_prefix *a)
 {
 	for (size_t h = 0; h < n; h++)
 		for (size_t k = 0; k < have[h].cfg.n_addrs && k < PORT_MAX_ADDRS; k++)
-			if (port_addr_equal(&have[h].cfg.addrs[k], a))
+			if (ip_prefix_equal(&have[h].cfg.addrs[k], a))
 				return h;
 	return SIZE_MAX;
 }
@@ -98,7 +98,7 @@ static void plan_port(struct plan *p, const struct mesh_text_vm *want, size_t n_
 		      struct mesh_vm_plan_counts *counts)
 {
 	const struct mesh_text_vm *vm = &want[w];
-	const struct port_addr *a;
+	const struct ip_prefix *a;
 	struct held *held = &p->held[hp];
 	size_t need = 0, h, i, to, from;
 
@@ -125,7 +125,7 @@ static void plan_port(struct plan *p, const struct mesh_text_vm *want, size_t n_
 	if (held->n + need > PORT_MAX_ADDRS) {
 		for (i = 0; i < held->n;) {
 			a = &held->addrs[i];
-			if (port_addr_listed(vm->addrs, vm->n_addrs, a)) {
+			if (ip_prefix_listed(vm->addrs, vm->n_addrs, a)) {
 				i++;
 				continue;
 			}
@@ -156,7 +156,7 @@ int mesh_text_vm_plan(const struct mesh_text_vm *want, size_t n_want, const stru
 {
 	size_t *have_of = NULL, total = 1, h, i, w, dummy;
 	struct plan p = { 0 };
-	const struct port_addr *a;
+	const struct ip_prefix *a;
 	int ret = -ENOMEM;
 
 	*steps = NULL;
@@ -190,7 +190,7 @@ int mesh_text_vm_plan(const struct mesh_text_vm *want, size_t n_want, const stru
 			;
 		for (i = 0; i < p.held[h].n;) {
 			a = &p.held[h].addrs[i];
-			if (w < n_want && port_addr_listed(want[w].addrs, want[w].n_addrs, a)) {
+			if (w < n_want && ip_prefix_listed(want[w].addrs, want[w].n_addrs, a)) {
 				i++;
 				continue;
 			}

@@ -15,22 +15,10 @@ size_t mesh_addr_len(int family)
 	return family == AF_INET ? 4 : 16;
 }
 
-static bool prefix_contains(const struct port_addr *p, int family, const uint8_t *addr)
-{
-	uint8_t bits = p->cidr, i = 0;
-
-	if (p->family != family)
-		return false;
-	for (; bits >= 8; bits -= 8, i++)
-		if (p->addr[i] != addr[i])
-			return false;
-	return !bits || !((p->addr[i] ^ addr[i]) & (uint8_t)(0xff << (8 - bits)));
-}
-
 bool mesh_in_prefixes(const struct wg_mesh *m, int family, const uint8_t *addr)
 {
 	for (size_t i = 0; i < m->cfg.n_prefixes; i++)
-		if (prefix_contains(&m->cfg.prefixes[i], family, addr))
+		if (ip_prefix_has_addr(&m->cfg.prefixes[i], family, addr))
 			return true;
 	return false;
 }

@@ -17,80 +17,15 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include "pkt/prefix.h"
 #include "text/text.h"
 
 /* ---- values ------------------------------------------------------------ */
 
-static unsigned int family_bits(int family)
-{
-	return family == AF_INET ? 32 : 128;
-}
-
-static bool bit_set(const uint8_t *addr, unsigned int i)
-{
-	return addr[i / 8] & (0x80 >> (i % 8));
-}
-
-int mesh_text_parse_cidr(const char *v, size_t n, struct port_addr *out, const char **why)
-{
-	const char *slash = memchr(v, '/', n), *reason;
-	size_t an = slash ? (size_t)(slash - v) : n;
-	char s[INET6_ADDRSTRLEN];
-	unsigned int bits;
-	uint64_t len;
-
-	memset(out, 0, sizeof(*out));
-	reason = "bad address (want an IPv4 or IPv6 address, optionally /length)";
-	if (!an || an >= sizeof(s) || memchr(v, '\0', an))
-		goto fail;
-	memcpy(s, v, an);
-	s[an] = '\0';
-	out->family = memchr(s, ':', an) ? AF_INET6 : AF_INET;
-	bits = family_bits(out->family);
-	if (inet_pton(out->family, s, out->addr) != 1)
-		goto fail;
-	len = bits;
-	if (slash && !text_parse_u64(slash + 1, n - an - 1, bits, &len))
-		goto fail;
-	reason = "prefix length 0";
-	if (!len)
-		goto fail;
-	reason = "host bits set (the address is not the start of its prefix)";
-	for (unsigned int i = (unsigned int)len; i < bits; i++)
-		if (bit_set(out->addr, i))
-			goto fail;
-	out->cidr = (uint8_t)len;
-	return 0;
-fail:
-	*why = reason;
-	memset(out, 0, sizeof(*out));
-	return -EINVAL;
-}
-
-void mesh_text_addr(const struct port_addr *a, char out[MESH_TEXT_ADDR_LEN])
-{
-	char s[INET6_ADDRSTRLEN];
-
-	if (!inet_ntop(a->family == AF_INET ? AF_INET : AF_INET6, a->addr, s, sizeof(s)))
-		strcpy(s, "?");
-	snprintf(out, MESH_TEXT_ADDR_LEN, "%s/%u", s, a->cidr);
-}
-
-/* Whether prefix p holds a (a is p or inside it). */
-static bool holds(const struct port_addr *p, const struct port_addr *a)
-{
-	if (p->family != a->family || p->cidr > a->cidr)
-		return false;
-	for (unsigned int i = 0; i < p->cidr; i++)
-		if (bit_set(p->addr, i) != bit_set(a->addr, i))
-			return false;
-	return true;
-}
-
-bool mesh_text_in_prefix(const struct wg_mesh_config *cfg, const struct port_addr *a)
+bool mesh_text_in_prefix(const struct wg_mesh_config *cfg, const struct ip_prefix *a)
 {
 	for (size_t i = 0; i < cfg->n_prefixes && i < WG_MESH_MAX_PREFIXES; i++)
-		if (holds(&cfg->prefixes[i], a))
+		if (ip_prefix_contains(&cfg->prefixes[i], a))
 			return true;
 	return false;
 }
@@ -159,11 +94,11 @@ static bool parse_key_hex(const char *v, size_t n, uint8_t key[32])
 }
 
 /* Adds p to a mesh's prefix list: none twice, none inside another. */
-static int add_prefix(struct port_addr *list, size_t *n, const char *v, size_t vn,
+static int add_prefix(struct ip_prefix *list, size_t *n, const char *v, size_t vn,
 		      const char **why)
 {
-	struct port_addr p;
-	int ret = mesh_text_parse_cidr(v, vn, &p, why);
+	struct ip_prefix p;
+	int ret = ip_prefix_parse(v, vn, MESH_TEXT_CIDR, &p, why);
 
 	if (ret)
 		return ret;
@@ -172,11 +107,11 @@ static int add_prefix(struct port_addr *list, size_t *n, const char *v, size_t v
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < *n; i++) {
-		if (port_addr_equal(&list[i], &p)) {
+		if (ip_prefix_equal(&list[i], &p)) {
 			*why = "prefix given twice";
 			return -EINVAL;
 		}
-		if (holds(&list[i], &p) || holds(&p, &list[i])) {
+		if (ip_prefix_contains(&list[i], &p) || ip_prefix_contains(&p, &list[i])) {
 			*why = "a prefix overlaps another";
 			return -EINVAL;
 		}
@@ -199,7 +134,7 @@ int mesh_text_parse_vm_request(const char *text, size_t len, bool with_port,
 {
 	size_t max = with_port ? PORT_MAX_ADDRS : MESH_TEXT_MAX_DEL, off = 0, n, kn, vn;
 	const char *line, *v, *unused;
-	struct port_addr a;
+	struct ip_prefix a;
 	int ret;
 
 	if (!why)
@@ -224,7 +159,7 @@ int mesh_text_parse_vm_request(const char *text, size_t len, bool with_port,
 			memcpy(out->port, v, vn);
 			out->port[vn] = '\0';
 		} else if (key_is(line, kn, "address")) {
-			if ((ret = mesh_text_parse_cidr(v, vn, &a, why)))
+			if ((ret = ip_prefix_parse(v, vn, MESH_TEXT_CIDR, &a, why)))
 				goto fail;
 			ret = -EINVAL;
 			if (out->n_addrs >= max) {
@@ -232,7 +167,7 @@ int mesh_text_parse_vm_request(const char *text, size_t len, bool with_port,
 						 : "too many addresses (256 at most)";
 				goto fail;
 			}
-			if (port_addr_listed(out->addrs, out->n_addrs, &a)) {
+			if (ip_prefix_listed(out->addrs, out->n_addrs, &a)) {
 				*why = "address given twice";
 				goto fail;
 			}
@@ -340,13 +275,12 @@ int mesh_text_format_show(const struct wg_mesh_config *cfg, const struct wg_mesh
 			  size_t *len)
 {
 	const char *mode = mesh_text_mode_name(cfg->mode);
-	char s[MESH_TEXT_ADDR_LEN];
+	char s[IP_PREFIX_STRLEN];
 	struct text_buf b = { 0 };
-	struct port_addr a;
 
 	text_buf_printf(&b, "mode=%s\n", mode ? mode : "off");
 	for (size_t i = 0; i < cfg->n_prefixes && i < WG_MESH_MAX_PREFIXES; i++) {
-		mesh_text_addr(&cfg->prefixes[i], s);
+		ip_prefix_format(&cfg->prefixes[i], s);
 		text_buf_printf(&b, "prefix=%s\n", s);
 	}
 	for (size_t i = 0; i < mesh_text_n_counters; i++)
@@ -354,11 +288,7 @@ int mesh_text_format_show(const struct wg_mesh_config *cfg, const struct wg_mesh
 				(unsigned long long)*counter_at((struct wg_mesh_stats *)st, i));
 	text_buf_printf(&b, "routes_truncated=%s\n", truncated ? "true" : "false");
 	for (size_t i = 0; i < n; i++) {
-		memset(&a, 0, sizeof(a));
-		a.family = routes[i].family;
-		a.cidr = routes[i].cidr;
-		memcpy(a.addr, routes[i].addr, 16);
-		mesh_text_addr(&a, s);
+		ip_prefix_format(&routes[i].prefix, s);
 		text_buf_printf(&b, "route=%s\n", s);
 		if (!routes[i].negative) {
 			text_buf_add(&b, "holder=", 7);
@@ -462,7 +392,7 @@ int mesh_text_parse_show(const char *text, size_t len, struct mesh_text_show *ou
 	size_t off = 0, n, kn, vn, cap = 0;
 	struct wg_mesh_route *r = NULL, *grown;
 	bool has_mode = false, has_holder = false;
-	struct port_addr a;
+	struct ip_prefix a;
 	int ret;
 
 	if (!why)
@@ -477,7 +407,7 @@ int mesh_text_parse_show(const char *text, size_t len, struct mesh_text_show *ou
 		if (key_is(line, kn, "route")) {
 			if (r && (ret = finish_route(r, has_holder, why)))
 				goto fail;
-			if ((ret = mesh_text_parse_cidr(v, vn, &a, why)))
+			if ((ret = ip_prefix_parse(v, vn, MESH_TEXT_CIDR, &a, why)))
 				goto fail;
 			if (out->n_routes == MESH_TEXT_MAX_ROUTES) {
 				*why = "more routes than 1000";
@@ -496,9 +426,7 @@ int mesh_text_parse_show(const char *text, size_t len, struct mesh_text_show *ou
 			}
 			r = &out->routes[out->n_routes++];
 			memset(r, 0, sizeof(*r));
-			r->family = a.family;
-			r->cidr = a.cidr;
-			memcpy(r->addr, a.addr, 16);
+			r->prefix = a;
 			has_holder = false;
 			continue;
 		}
@@ -671,10 +599,10 @@ static bool next_word(const char **s, size_t *n, const char **w, size_t *wn)
 	return true;
 }
 
-static bool listed(const struct mesh_text_vm *vms, size_t n, const struct port_addr *a)
+static bool listed(const struct mesh_text_vm *vms, size_t n, const struct ip_prefix *a)
 {
 	for (size_t i = 0; i < n; i++)
-		if (port_addr_listed(vms[i].addrs, vms[i].n_addrs, a))
+		if (ip_prefix_listed(vms[i].addrs, vms[i].n_addrs, a))
 			return true;
 	return false;
 }
@@ -721,7 +649,7 @@ int mesh_text_parse_vm_file(const char *text, size_t len, struct mesh_text_vm **
 	const char *l, *hash, *w, *unused;
 	size_t off = 0, ln, wn, count = 0, cap = 0;
 	int lineno = 0, dummy, ret;
-	struct port_addr a;
+	struct ip_prefix a;
 
 	if (!why)
 		why = &unused;
@@ -748,7 +676,7 @@ int mesh_text_parse_vm_file(const char *text, size_t len, struct mesh_text_vm **
 		if ((ret = vm_port(&vms, &count, &cap, w, wn, &vm, why)))
 			goto fail;
 		while (next_word(&l, &ln, &w, &wn)) {
-			if ((ret = mesh_text_parse_cidr(w, wn, &a, why)))
+			if ((ret = ip_prefix_parse(w, wn, MESH_TEXT_CIDR, &a, why)))
 				goto fail;
 			ret = -EINVAL;
 			if (listed(vms, count, &a)) {

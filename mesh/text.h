@@ -6,7 +6,8 @@
  * Every parser takes untrusted text with its length (no NUL needed), never
  * reads past it, and checks every value before it hands anything back.
  * Reasons (*why) are static strings. This module uses mesh/mesh.h for its
- * structs only; it links against nothing of weft. */
+ * structs only; of weft it links only pkt/ (the prefix) and tun/'s text
+ * helpers. */
 #ifndef WEFT_MESH_TEXT_H
 #define WEFT_MESH_TEXT_H
 
@@ -15,25 +16,26 @@
 #include <stdint.h>
 
 #include "mesh/types.h"
+#include "pkt/prefix.h"
 #include "port/config.h"
 
 enum {
 	MESH_TEXT_MAX_FILE = 1024 * 1024,  /* bytes in a VM or mesh file */
 	MESH_TEXT_MAX_DEL = 256,           /* addresses in one vm-del request */
 	MESH_TEXT_MAX_ROUTES = 1000,       /* routes in a mesh-show reply */
-	MESH_TEXT_ADDR_LEN = 46 + 4,       /* INET6_ADDRSTRLEN and "/128" */
 	MESH_TEXT_KEY_LEN = 45,            /* a key in base64, with the NUL */
 };
 
 /* ---- values ---- */
 
-/* "addr" or "addr/len", IPv6 when it has a ':'; a bare address is a host
- * (/32, /128). Host bits must be clear and the length not 0. 0 or -EINVAL
- * with *why. */
-int mesh_text_parse_cidr(const char *v, size_t n, struct port_addr *out, const char **why);
-void mesh_text_addr(const struct port_addr *a, char out[MESH_TEXT_ADDR_LEN]);
+/* How every mesh text form reads a CIDR (ip_prefix_parse): "addr" or
+ * "addr/len", a bare address a host (/32, /128); host bits must be clear
+ * and the length not 0. ip_prefix_format prints it. */
+enum {
+	MESH_TEXT_CIDR = IP_PREFIX_LEN_OPTIONAL | IP_PREFIX_NO_ZERO_LEN | IP_PREFIX_NO_HOST_BITS,
+};
 /* Whether a lies inside one of cfg's prefixes. */
-bool mesh_text_in_prefix(const struct wg_mesh_config *cfg, const struct port_addr *a);
+bool mesh_text_in_prefix(const struct wg_mesh_config *cfg, const struct ip_prefix *a);
 
 /* "off", "unicast", "multicast"; NULL for anything else. */
 const char *mesh_text_mode_name(enum wg_mesh_mode mode);
@@ -47,7 +49,7 @@ void mesh_text_key_base64(const uint8_t key[32], char out[MESH_TEXT_KEY_LEN]);
  * No address twice. */
 struct mesh_text_vm_request {
 	char port[PORT_NAME_MAX];       /* "" in a vm-del */
-	struct port_addr addrs[MESH_TEXT_MAX_DEL];
+	struct ip_prefix addrs[MESH_TEXT_MAX_DEL];
 	size_t n_addrs;
 };
 
@@ -64,7 +66,7 @@ int mesh_text_parse_vm_request(const char *text, size_t len, bool with_port,
 struct mesh_text_set {
 	bool has_mode;
 	enum wg_mesh_mode mode;
-	struct port_addr prefixes[WG_MESH_MAX_PREFIXES];
+	struct ip_prefix prefixes[WG_MESH_MAX_PREFIXES];
 	size_t n_prefixes;               /* 0: keep the prefixes there are */
 };
 
@@ -130,7 +132,7 @@ int mesh_text_parse_config(const char *text, size_t len, struct wg_mesh_config *
  * listed with no address. */
 struct mesh_text_vm {
 	char port[PORT_NAME_MAX];
-	struct port_addr addrs[PORT_MAX_ADDRS];
+	struct ip_prefix addrs[PORT_MAX_ADDRS];
 	size_t n_addrs;
 };
 
@@ -155,7 +157,7 @@ struct mesh_vm_step {
 	size_t from;          /* ADD of a moved address: its port in have;
 			       * DEL of a moved address: where it goes in want;
 			       * else SIZE_MAX */
-	struct port_addr addr;
+	struct ip_prefix addr;
 };
 
 /* Turns the addresses of the ports a host has into want's: the ports want

@@ -20,7 +20,7 @@ enum { WG_MESH_MAX_PREFIXES = 8 };
 
 struct wg_mesh_config {
 	enum wg_mesh_mode mode;
-	struct port_addr prefixes[WG_MESH_MAX_PREFIXES]; /* the VM address space */
+	struct ip_prefix prefixes[WG_MESH_MAX_PREFIXES]; /* the VM address space */
 	size_t n_prefixes;
 };
 
@@ -48,9 +48,7 @@ struct wg_mesh_stats {
 /* A learned location, as wg_mesh_routes lists them; holder all zero when
  * negative. */
 struct wg_mesh_route {
-	int family;
-	uint8_t cidr;
-	uint8_t addr[16];
+	struct ip_prefix prefix;
 	uint8_t holder[32];
 	bool negative;
 	uint64_t seq;

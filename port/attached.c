@@ -262,7 +262,7 @@ fail:
 
 /* Write lock: an address registered to or removed from the port. */
 static void attached_addr_added(struct wg_device *dev, struct wg_port *port,
-				const struct port_addr *a)
+				const struct ip_prefix *a)
 {
 	struct wg_attached *at = dev->ports->attached;
 	int err = tun_route_add(a->family, a->addr, a->cidr, port->ifindex);
@@ -278,7 +278,7 @@ static void attached_addr_added(struct wg_device *dev, struct wg_port *port,
 }
 
 static void attached_addr_removed(struct wg_device *dev, struct wg_port *port,
-				  const struct port_addr *a)
+				  const struct ip_prefix *a)
 {
 	struct wg_attached *at = dev->ports->attached;
 

@@ -161,7 +161,7 @@ void wg_bypass_detach(struct wg_bypass *b, int slot)
 }
 
 /* The trie and key of a: key points into k4 or k6. */
-static int route_key(struct wg_bypass *b, const struct port_addr *a, struct bypass_key4 *k4,
+static int route_key(struct wg_bypass *b, const struct ip_prefix *a, struct bypass_key4 *k4,
 		     struct bypass_key6 *k6, const void **key)
 {
 	if (a->family == AF_INET) {
@@ -176,7 +176,7 @@ static int route_key(struct wg_bypass *b, const struct port_addr *a, struct bypa
 	return bpf_map__fd(b->skel->maps.routes6);
 }
 
-int wg_bypass_route_add(struct wg_bypass *b, const struct port_addr *a, int slot, int ifindex,
+int wg_bypass_route_add(struct wg_bypass *b, const struct ip_prefix *a, int slot, int ifindex,
 			const uint8_t vm_mac[6], const uint8_t router_mac[6], bool is_veth)
 {
 	struct bypass_dest d = { .ifindex = (uint32_t)ifindex, .is_veth = is_veth,
@@ -194,7 +194,7 @@ int wg_bypass_route_add(struct wg_bypass *b, const struct port_addr *a, int slot
 	return bpf_map_update_elem(fd, key, &d, BPF_ANY) ? -errno : 0;
 }
 
-void wg_bypass_route_del(struct wg_bypass *b, const struct port_addr *a)
+void wg_bypass_route_del(struct wg_bypass *b, const struct ip_prefix *a)
 {
 	struct bypass_key4 k4;
 	struct bypass_key6 k6;

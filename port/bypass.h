@@ -30,10 +30,10 @@ void wg_bypass_detach(struct wg_bypass *b, int slot);
 
 /* Maps a registered address to the port: frames for it are redirected to
  * ifindex with vm_mac <- router_mac. 0 or -errno. */
-int wg_bypass_route_add(struct wg_bypass *b, const struct port_addr *a, int slot, int ifindex,
+int wg_bypass_route_add(struct wg_bypass *b, const struct ip_prefix *a, int slot, int ifindex,
 			const uint8_t vm_mac[6], const uint8_t router_mac[6], bool is_veth);
 /* Forgets it: from now on its frames pass to the kernel. */
-void wg_bypass_route_del(struct wg_bypass *b, const struct port_addr *a);
+void wg_bypass_route_del(struct wg_bypass *b, const struct ip_prefix *a);
 
 /* The slot's counters summed over the CPUs. */
 void wg_bypass_stats(struct wg_bypass *b, int slot, uint64_t *packets, uint64_t *bytes,

@@ -11,24 +11,10 @@
 
 #include "ndp/ndp.h"
 
-bool port_addr_equal(const struct port_addr *a, const struct port_addr *b)
-{
-	return a->family == b->family && a->cidr == b->cidr &&
-	       !memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16);
-}
-
-bool port_addr_listed(const struct port_addr *list, size_t n, const struct port_addr *a)
-{
-	for (size_t i = 0; i < n; i++)
-		if (port_addr_equal(&list[i], a))
-			return true;
-	return false;
-}
-
 bool port_config_share_addr(const struct port_config *a, const struct port_config *b)
 {
 	for (size_t i = 0; i < a->n_addrs; i++)
-		if (port_addr_listed(b->addrs, b->n_addrs, &a->addrs[i]))
+		if (ip_prefix_listed(b->addrs, b->n_addrs, &a->addrs[i]))
 			return true;
 	return false;
 }
@@ -92,14 +78,6 @@ static bool ip6_unusable(const uint8_t *a)
 	return !memcmp(a, zero, 16) || !memcmp(a, loopback, 16) || a[0] == 0xff;
 }
 
-static bool host_bits_clear(const uint8_t *addr, unsigned int bits, unsigned int cidr)
-{
-	for (unsigned int i = cidr; i < bits; i++)
-		if (addr[i / 8] & (0x80u >> (i % 8)))
-			return false;
-	return true;
-}
-
 /* The router's fe80:: address (modified EUI-64 of its MAC), which a VM may
  * not claim. */
 static void router_link_local(const uint8_t mac[6], uint8_t out[16])
@@ -125,7 +103,7 @@ static int check_addrs(const struct port_config *cfg, const uint8_t router_mac[6
 
 	router_link_local(router_mac, ll);
 	for (size_t i = 0; i < cfg->n_addrs; i++) {
-		const struct port_addr *a = &cfg->addrs[i];
+		const struct ip_prefix *a = &cfg->addrs[i];
 		unsigned int bits = a->family == AF_INET ? 32 : 128;
 
 		if (a->family != AF_INET && a->family != AF_INET6) {
@@ -136,7 +114,7 @@ static int check_addrs(const struct port_config *cfg, const uint8_t router_mac[6
 			*why = "address prefix length too long";
 			return -EINVAL;
 		}
-		if (!host_bits_clear(a->addr, bits, a->cidr)) {
+		if (!ip_prefix_masked(a)) {
 			*why = "address has host bits set (give the VM's address as /32 or /128)";
 			return -EINVAL;
 		}
@@ -153,14 +131,9 @@ static int check_addrs(const struct port_config *cfg, const uint8_t router_mac[6
 			}
 			hosts6++;
 		}
-		for (size_t j = 0; j < i; j++) {
-			const struct port_addr *b = &cfg->addrs[j];
-
-			if (a->family == b->family && a->cidr == b->cidr &&
-			    !memcmp(a->addr, b->addr, bits / 8)) {
-				*why = "address listed twice";
-				return -EINVAL;
-			}
+		if (ip_prefix_listed(cfg->addrs, i, a)) {
+			*why = "address listed twice";
+			return -EINVAL;
 		}
 	}
 	/* The NDP/ARP responder keeps a fixed number of the VM's own
@@ -175,13 +148,17 @@ static int check_addrs(const struct port_config *cfg, const uint8_t router_mac[6
 static int check_prefixes(const struct port_config *cfg, const char **why)
 {
 	for (size_t i = 0; i < cfg->n_prefixes; i++) {
-		const struct port_ra_prefix *p = &cfg->prefixes[i];
+		const struct ip_prefix *p = &cfg->prefixes[i];
 
-		if (p->len < 1 || p->len > 128) {
+		if (p->family != AF_INET6) {
+			*why = "RA prefix is not IPv6";
+			return -EINVAL;
+		}
+		if (p->cidr < 1 || p->cidr > 128) {
 			*why = "RA prefix length not in 1..128";
 			return -EINVAL;
 		}
-		if (!host_bits_clear(p->addr, 128, p->len)) {
+		if (!ip_prefix_masked(p)) {
 			*why = "RA prefix has host bits set";
 			return -EINVAL;
 		}
@@ -189,11 +166,9 @@ static int check_prefixes(const struct port_config *cfg, const char **why)
 			*why = "RA prefix is multicast or link-local";
 			return -EINVAL;
 		}
-		for (size_t j = 0; j < i; j++) {
-			if (p->len == cfg->prefixes[j].len && !memcmp(p->addr, cfg->prefixes[j].addr, 16)) {
-				*why = "RA prefix listed twice";
-				return -EINVAL;
-			}
+		if (ip_prefix_listed(cfg->prefixes, i, p)) {
+			*why = "RA prefix listed twice";
+			return -EINVAL;
 		}
 	}
 	return 0;

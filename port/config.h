@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pkt/prefix.h"
+
 enum {
 	PORT_NAME_MAX = IFNAMSIZ,   /* with the NUL; a tap's netdev name */
 	PORT_PATH_MAX = 108,        /* sun_path, with the NUL */
@@ -33,20 +35,6 @@ enum port_type {
 	PORT_ATTACHED = 3, /* a netdev someone else owns; the host kernel routes */
 };
 
-/* A registered address: the VM's own address (/32, /128) or a prefix routed
- * to the VM. */
-struct port_addr {
-	int family; /* AF_INET or AF_INET6 */
-	uint8_t addr[16];
-	uint8_t cidr;
-};
-
-/* An RA prefix (SLAAC / on-link), as in ndp/ndp.h. */
-struct port_ra_prefix {
-	uint8_t addr[16];
-	uint8_t len;
-};
-
 struct port_config {
 	char name[PORT_NAME_MAX];      /* unique per device; a tap's netdev name */
 	enum port_type type;
@@ -57,9 +45,9 @@ struct port_config {
 	uint8_t router_mac[6];         /* default PORT_ROUTER_MAC_DEFAULT */
 	bool has_gateway4;
 	uint8_t gateway4[4];           /* default 169.254.1.1 when the VM has IPv4 */
-	struct port_addr addrs[PORT_MAX_ADDRS];
+	struct ip_prefix addrs[PORT_MAX_ADDRS]; /* the VM's own (/32, /128), or routed to it */
 	size_t n_addrs;
-	struct port_ra_prefix prefixes[PORT_MAX_PREFIXES];
+	struct ip_prefix prefixes[PORT_MAX_PREFIXES]; /* RA prefixes (IPv6), as in ndp/ndp.h */
 	size_t n_prefixes;
 	uint32_t mtu;                  /* 0: PORT_MTU_DEFAULT */
 };
@@ -131,18 +119,14 @@ struct port_info {
 	uint64_t memory_faults;        /* vhost-user: dropped when guest memory shrank */
 };
 
-/* Sets the defaults: server mode, MTU default, no addresses. */
-/* Whether a and b are the same address and prefix length; and whether
- * list[0, n) holds a. The one equality of port addresses. */
-bool port_addr_equal(const struct port_addr *a, const struct port_addr *b);
 /* name[0, n): letters, digits, '.', '-' and '_', not "." or "..", shorter
  * than PORT_NAME_MAX: a netdev name the kernel takes (dev_valid_name) that
  * every text form can also carry unquoted. */
 bool port_name_ok(const char *name, size_t n);
-bool port_addr_listed(const struct port_addr *list, size_t n, const struct port_addr *a);
-/* Whether any address of a is also one of b's. */
+/* Whether any address of a is also one of b's (ip_prefix_equal). */
 bool port_config_share_addr(const struct port_config *a, const struct port_config *b);
 
+/* Sets the defaults: server mode, MTU default, no addresses. */
 void port_config_init(struct port_config *cfg);
 
 /* Checks a whole configuration: name set and a valid netdev name, type set,

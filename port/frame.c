@@ -18,21 +18,10 @@ enum {
 	IPPROTO_ICMPV6_ = 58,
 };
 
-static bool prefix_contains(const struct port_addr *a, int family, const uint8_t *addr)
-{
-	unsigned int bytes = a->cidr / 8, bits = a->cidr % 8;
-
-	if (a->family != family)
-		return false;
-	if (memcmp(a->addr, addr, bytes))
-		return false;
-	return !bits || !((a->addr[bytes] ^ addr[bytes]) & (uint8_t)(0xff << (8 - bits)));
-}
-
 bool frame_source_registered(const struct port_config *cfg, int family, const uint8_t *addr)
 {
 	for (size_t i = 0; i < cfg->n_addrs; i++)
-		if (prefix_contains(&cfg->addrs[i], family, addr))
+		if (ip_prefix_has_addr(&cfg->addrs[i], family, addr))
 			return true;
 	return false;
 }

@@ -29,30 +29,12 @@ void port_text_normalize(struct port_config *cfg)
 		cfg->server = true;
 }
 
-static bool addrs_within(const struct port_config *a, const struct port_config *b)
+/* Whether every prefix of a[0, na) is also in b[0, nb). */
+static bool within(const struct ip_prefix *a, size_t na, const struct ip_prefix *b, size_t nb)
 {
-	for (size_t i = 0; i < a->n_addrs; i++) {
-		size_t j = 0;
-
-		while (j < b->n_addrs && !port_addr_equal(&a->addrs[i], &b->addrs[j]))
-			j++;
-		if (j == b->n_addrs)
+	for (size_t i = 0; i < na; i++)
+		if (!ip_prefix_listed(b, nb, &a[i]))
 			return false;
-	}
-	return true;
-}
-
-static bool prefixes_within(const struct port_config *a, const struct port_config *b)
-{
-	for (size_t i = 0; i < a->n_prefixes; i++) {
-		size_t j = 0;
-
-		while (j < b->n_prefixes && (a->prefixes[i].len != b->prefixes[j].len ||
-					     memcmp(a->prefixes[i].addr, b->prefixes[j].addr, 16)))
-			j++;
-		if (j == b->n_prefixes)
-			return false;
-	}
 	return true;
 }
 
@@ -71,8 +53,11 @@ bool port_text_same_config(const struct port_config *a, const struct port_config
 	       (x.type == PORT_ATTACHED || !memcmp(x.router_mac, y.router_mac, 6)) &&
 	       x.has_gateway4 == y.has_gateway4 &&
 	       (!x.has_gateway4 || !memcmp(x.gateway4, y.gateway4, 4)) && x.mtu == y.mtu &&
-	       x.n_addrs == y.n_addrs && x.n_prefixes == y.n_prefixes && addrs_within(&x, &y) &&
-	       addrs_within(&y, &x) && prefixes_within(&x, &y) && prefixes_within(&y, &x);
+	       x.n_addrs == y.n_addrs && x.n_prefixes == y.n_prefixes &&
+	       within(x.addrs, x.n_addrs, y.addrs, y.n_addrs) &&
+	       within(y.addrs, y.n_addrs, x.addrs, x.n_addrs) &&
+	       within(x.prefixes, x.n_prefixes, y.prefixes, y.n_prefixes) &&
+	       within(y.prefixes, y.n_prefixes, x.prefixes, x.n_prefixes);
 }
 
 static const struct port_config *find_wanted(const struct port_config *want, size_t n,

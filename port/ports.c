@@ -44,7 +44,7 @@ void wg_port_ndp_config(const struct port_config *cfg, struct ndp_port_config *n
 	memcpy(ndp->router_mac, cfg->has_router_mac ? cfg->router_mac : router_mac, 6);
 	memcpy(ndp->vm_mac, cfg->vm_mac, 6);
 	for (size_t i = 0; i < cfg->n_addrs; i++) {
-		const struct port_addr *a = &cfg->addrs[i];
+		const struct ip_prefix *a = &cfg->addrs[i];
 
 		if (a->family == AF_INET6 && a->cidr == 128 && ndp->n_vm_ip6 < NDP_MAX_ADDRS)
 			memcpy(ndp->vm_ip6[ndp->n_vm_ip6++], a->addr, 16);
@@ -62,7 +62,7 @@ void wg_port_ndp_config(const struct port_config *cfg, struct ndp_port_config *n
 		struct ndp_prefix *p = &ndp->prefixes[ndp->n_prefixes++];
 
 		memcpy(p->prefix, cfg->prefixes[i].addr, 16);
-		p->len = cfg->prefixes[i].len;
+		p->len = cfg->prefixes[i].cidr;
 		p->on_link = false;
 		p->autonomous = p->len == 64;
 		p->valid_lifetime_s = NDP_LIFETIME_INFINITE;
@@ -84,12 +84,8 @@ static bool addresses_taken(struct wg_device *dev, const struct port_config *cfg
 	for (int i = 0; i < PORT_MAX; i++) {
 		const struct wg_port *other = dev->ports->slot[i];
 
-		for (size_t j = 0; other && j < other->cfg.n_addrs; j++)
-			for (size_t k = 0; k < cfg->n_addrs; k++)
-				if (other->cfg.addrs[j].family == cfg->addrs[k].family &&
-				    other->cfg.addrs[j].cidr == cfg->addrs[k].cidr &&
-				    !memcmp(other->cfg.addrs[j].addr, cfg->addrs[k].addr, 16))
-					return true;
+		if (other && port_config_share_addr(&other->cfg, cfg))
+			return true;
 	}
 	return false;
 }
@@ -158,7 +154,7 @@ static int publish(struct wg_device *dev, struct wg_port *port)
 	if (slot < 0)
 		return -ENOSPC;
 	for (i = 0; i < port->cfg.n_addrs && !err; i++) {
-		const struct port_addr *a = &port->cfg.addrs[i];
+		const struct ip_prefix *a = &port->cfg.addrs[i];
 
 		err = rt_insert(dev->allowed_ips, a->family, a->addr, a->cidr, &port->hop);
 	}
@@ -261,12 +257,12 @@ int wg_device_port_del(struct wg_device *dev, const char *name)
 	return 0;
 }
 
-static struct wg_port *port_with_addr(struct wg_device *dev, const struct port_addr *a,
+static struct wg_port *port_with_addr(struct wg_device *dev, const struct ip_prefix *a,
 				      size_t *index)
 {
 	for (int i = 0; i < PORT_MAX; i++)
 		for (size_t j = 0; dev->ports->slot[i] && j < dev->ports->slot[i]->cfg.n_addrs; j++)
-			if (port_addr_equal(&dev->ports->slot[i]->cfg.addrs[j], a)) {
+			if (ip_prefix_equal(&dev->ports->slot[i]->cfg.addrs[j], a)) {
 				*index = j;
 				return dev->ports->slot[i];
 			}
@@ -283,7 +279,7 @@ static void port_readdressed(struct wg_port *port)
 	}
 }
 
-int wg_device_port_register(struct wg_device *dev, const char *name, const struct port_addr *addrs,
+int wg_device_port_register(struct wg_device *dev, const char *name, const struct ip_prefix *addrs,
 			    size_t n)
 {
 	struct port_config next;
@@ -309,7 +305,7 @@ int wg_device_port_register(struct wg_device *dev, const char *name, const struc
 			goto out;
 		}
 		for (size_t j = 0; j < next.n_addrs; j++)
-			dup |= port_addr_equal(&next.addrs[j], &addrs[i]);
+			dup |= ip_prefix_equal(&next.addrs[j], &addrs[i]);
 		if (dup)
 			continue;
 		if (next.n_addrs == PORT_MAX_ADDRS) {
@@ -342,7 +338,7 @@ out:
 	return err;
 }
 
-int wg_device_port_unregister(struct wg_device *dev, const struct port_addr *addrs, size_t n)
+int wg_device_port_unregister(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
 {
 	struct wg_port *port;
 	size_t idx;

@@ -37,8 +37,8 @@ struct port_class {
 	int (*published)(struct wg_device *dev, struct wg_port *port);
 	void (*unpublished)(struct wg_device *dev, struct wg_port *port);
 	/* With the write lock: an address registered to or removed from it. */
-	void (*addr_added)(struct wg_device *dev, struct wg_port *port, const struct port_addr *a);
-	void (*addr_removed)(struct wg_device *dev, struct wg_port *port, const struct port_addr *a);
+	void (*addr_added)(struct wg_device *dev, struct wg_port *port, const struct ip_prefix *a);
+	void (*addr_removed)(struct wg_device *dev, struct wg_port *port, const struct ip_prefix *a);
 	/* With the read lock: whether its VM is connected, and the type's own
 	 * counters, into info (which holds the common ones). */
 	void (*info)(struct wg_device *dev, const struct wg_port *port, struct port_info *info);
@@ -118,10 +118,10 @@ int wg_device_port_list(struct wg_device *dev, struct port_info **out, size_t *n
  * forwarding table. Addresses it has already are skipped. 0, -ENOENT (no
  * such port), -EEXIST (another port has one), -ENOSPC (PORT_MAX_ADDRS),
  * -EINVAL. All or nothing but for -ENOMEM. */
-int wg_device_port_register(struct wg_device *dev, const char *name, const struct port_addr *addrs,
+int wg_device_port_register(struct wg_device *dev, const char *name, const struct ip_prefix *addrs,
 			    size_t n);
 /* Unregisters addrs from whichever ports have them: 0, or -ENOENT when one
  * is registered nowhere (then nothing changed). */
-int wg_device_port_unregister(struct wg_device *dev, const struct port_addr *addrs, size_t n);
+int wg_device_port_unregister(struct wg_device *dev, const struct ip_prefix *addrs, size_t n);
 
 #endif

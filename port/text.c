@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "pkt/prefix.h"
 #include "text/text.h"
 
 /* ---- values ------------------------------------------------------------ */
@@ -54,61 +55,12 @@ static bool parse_ip4(const char *v, size_t n, uint8_t out[4])
 	return copy_cstr(s, sizeof(s), v, n) && inet_pton(AF_INET, s, out) == 1;
 }
 
-/* "addr" or "addr/len"; IPv6 when it has a ':'. A bare address is a host. */
-static bool parse_cidr(const char *v, size_t n, int *family, uint8_t addr[16], uint8_t *cidr)
-{
-	char s[INET6_ADDRSTRLEN];
-	const char *slash = memchr(v, '/', n);
-	size_t an = slash ? (size_t)(slash - v) : n;
-	unsigned int bits;
-	uint64_t len;
-
-	if (!copy_cstr(s, sizeof(s), v, an))
-		return false;
-	memset(addr, 0, 16);
-	if (memchr(s, ':', an)) {
-		if (inet_pton(AF_INET6, s, addr) != 1)
-			return false;
-		*family = AF_INET6;
-		bits = 128;
-	} else {
-		if (inet_pton(AF_INET, s, addr) != 1)
-			return false;
-		*family = AF_INET;
-		bits = 32;
-	}
-	len = bits;
-	if (slash && !text_parse_u64(slash + 1, n - an - 1, bits, &len))
-		return false;
-	*cidr = (uint8_t)len;
-	return true;
-}
-
 void port_text_mac(const uint8_t mac[6], char out[PORT_TEXT_MAC_LEN])
 {
 	snprintf(out, PORT_TEXT_MAC_LEN, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2],
 		 mac[3], mac[4], mac[5]);
 }
 
-static void format_cidr(int family, const uint8_t *addr, uint8_t cidr,
-			char out[PORT_TEXT_ADDR_LEN])
-{
-	char s[INET6_ADDRSTRLEN];
-
-	if (!inet_ntop(family == AF_INET ? AF_INET : AF_INET6, addr, s, sizeof(s)))
-		strcpy(s, "?");
-	snprintf(out, PORT_TEXT_ADDR_LEN, "%s/%u", s, cidr);
-}
-
-void port_text_addr(const struct port_addr *a, char out[PORT_TEXT_ADDR_LEN])
-{
-	format_cidr(a->family, a->addr, a->cidr, out);
-}
-
-void port_text_prefix(const struct port_ra_prefix *p, char out[PORT_TEXT_ADDR_LEN])
-{
-	format_cidr(AF_INET6, p->addr, p->len, out);
-}
 
 const char *port_text_type_name(enum port_type type)
 {
@@ -202,39 +154,33 @@ static int set_gateway4(struct port_config *c, const char *v, size_t n, const ch
 
 static int set_address(struct port_config *c, const char *v, size_t n, const char **why)
 {
-	struct port_addr *a;
-
 	if (c->n_addrs >= PORT_MAX_ADDRS) {
 		*why = "too many addresses (16 at most)";
 		return -EINVAL;
 	}
-	a = &c->addrs[c->n_addrs];
-	if (!parse_cidr(v, n, &a->family, a->addr, &a->cidr)) {
-		memset(a, 0, sizeof(*a));
-		*why = "bad address (want an IPv4 or IPv6 address, optionally /length)";
+	/* Host bits are kept for port_config_check, which names them. */
+	if (ip_prefix_parse(v, n, IP_PREFIX_LEN_OPTIONAL, &c->addrs[c->n_addrs], why))
 		return -EINVAL;
-	}
 	c->n_addrs++;
 	return 0;
 }
 
 static int set_prefix(struct port_config *c, const char *v, size_t n, const char **why)
 {
-	struct port_ra_prefix *p;
-	int family;
-	uint8_t addr[16], len;
+	struct ip_prefix *p;
 
 	if (c->n_prefixes >= PORT_MAX_PREFIXES) {
 		*why = "too many RA prefixes (4 at most)";
 		return -EINVAL;
 	}
-	if (!memchr(v, '/', n) || !parse_cidr(v, n, &family, addr, &len) || family != AF_INET6) {
+	p = &c->prefixes[c->n_prefixes];
+	/* The length a must; /0 and host bits are port_config_check's. */
+	if (ip_prefix_parse(v, n, 0, p, NULL) || p->family != AF_INET6) {
+		memset(p, 0, sizeof(*p));
 		*why = "bad RA prefix (want an IPv6 prefix address/length)";
 		return -EINVAL;
 	}
-	p = &c->prefixes[c->n_prefixes++];
-	memcpy(p->addr, addr, 16);
-	p->len = len;
+	c->n_prefixes++;
 	return 0;
 }
 
@@ -393,7 +339,7 @@ int port_text_parse_name(const char *text, size_t len, char name[PORT_NAME_MAX],
 /* The lines of cfg, the first one "first=NAME". */
 static void format_config(struct text_buf *b, const struct port_config *c, const char *first)
 {
-	char s[PORT_TEXT_ADDR_LEN];
+	char s[IP_PREFIX_STRLEN];
 
 	text_buf_printf(b, "%s=%s\n", first, c->name);
 	text_buf_printf(b, "type=%s\n", port_text_type_name(c->type) ? port_text_type_name(c->type) : "");
@@ -412,11 +358,11 @@ static void format_config(struct text_buf *b, const struct port_config *c, const
 		text_buf_printf(b, "gateway4=%s\n", s);
 	}
 	for (size_t i = 0; i < c->n_addrs && i < PORT_MAX_ADDRS; i++) {
-		port_text_addr(&c->addrs[i], s);
+		ip_prefix_format(&c->addrs[i], s);
 		text_buf_printf(b, "address=%s\n", s);
 	}
 	for (size_t i = 0; i < c->n_prefixes && i < PORT_MAX_PREFIXES; i++) {
-		port_text_prefix(&c->prefixes[i], s);
+		ip_prefix_format(&c->prefixes[i], s);
 		text_buf_printf(b, "prefix=%s\n", s);
 	}
 	if (c->mtu)
@@ -721,7 +667,7 @@ fail:
 int port_text_format_file(const struct port_config *cfgs, size_t n, char **out, size_t *len)
 {
 	struct text_buf b = { 0 };
-	char s[PORT_TEXT_ADDR_LEN];
+	char s[IP_PREFIX_STRLEN];
 
 	for (size_t i = 0; i < n; i++) {
 		const struct port_config *c = &cfgs[i];
@@ -742,12 +688,12 @@ int port_text_format_file(const struct port_config *cfgs, size_t n, char **out, 
 			text_buf_printf(&b, "Gateway4 = %s\n", s);
 		}
 		for (size_t k = 0; k < c->n_addrs && k < PORT_MAX_ADDRS; k++) {
-			port_text_addr(&c->addrs[k], s);
+			ip_prefix_format(&c->addrs[k], s);
 			text_buf_printf(&b, "%s%s", k ? ", " : "Address = ", s);
 		}
 		text_buf_printf(&b, "%s", c->n_addrs ? "\n" : "");
 		for (size_t k = 0; k < c->n_prefixes && k < PORT_MAX_PREFIXES; k++) {
-			port_text_prefix(&c->prefixes[k], s);
+			ip_prefix_format(&c->prefixes[k], s);
 			text_buf_printf(&b, "%s%s", k ? ", " : "Prefix = ", s);
 		}
 		text_buf_printf(&b, "%s", c->n_prefixes ? "\n" : "");

@@ -17,7 +17,6 @@
 enum {
 	PORT_TEXT_MAX_FILE = 1024 * 1024, /* bytes in a ports file */
 	PORT_TEXT_MAC_LEN = 18,           /* "xx:xx:xx:xx:xx:xx" with the NUL */
-	PORT_TEXT_ADDR_LEN = 46 + 4,      /* INET6_ADDRSTRLEN and "/128" */
 };
 
 /* Parses a port-add request body: key=value lines (name, type, path, mode,
@@ -106,10 +105,8 @@ extern const size_t port_text_n_counters;
 /* "tap", "vhost-user"; NULL for anything else. */
 const char *port_text_type_name(enum port_type type);
 
-/* Text forms of the values, shared with the CLI: "52:54:00:00:00:01",
- * "10.0.0.1/32", "fd00::/64". */
+/* "52:54:00:00:00:01", shared with the CLI (addresses and RA prefixes are
+ * ip_prefix_format's). */
 void port_text_mac(const uint8_t mac[6], char out[PORT_TEXT_MAC_LEN]);
-void port_text_addr(const struct port_addr *a, char out[PORT_TEXT_ADDR_LEN]);
-void port_text_prefix(const struct port_ra_prefix *p, char out[PORT_TEXT_ADDR_LEN]);
 
 #endif

@@ -10,18 +10,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pkt/prefix.h"
 #include "wg/endpoint.h"
 #include "wg/messages.h"
 
 struct wg_allowed_ip {
-	uint8_t family; /* AF_INET or AF_INET6 */
-	uint8_t cidr;
-	bool remove;    /* set: "allowed_ip=-a.b.c.d/n" */
-	union {
-		struct in_addr v4;
-		struct in6_addr v6;
-		uint8_t bytes[16];
-	} addr;
+	struct ip_prefix prefix; /* masked, as the forwarding table keeps it */
+	bool remove;             /* set: "allowed_ip=-a.b.c.d/n" */
 };
 
 struct wg_peer_config {

@@ -158,14 +158,14 @@ static int apply_peer(struct wg_device *dev, const struct wg_peer_config *pc, st
 	if (pc->replace_allowed_ips)
 		rt_remove_value(dev->allowed_ips, peer);
 	for (size_t i = 0; i < pc->n_allowed_ips; i++) {
-		const struct wg_allowed_ip *a = &pc->allowed_ips[i];
+		const struct ip_prefix *a = &pc->allowed_ips[i].prefix;
 		int err;
 
-		if (a->remove) {
-			rt_remove(dev->allowed_ips, a->family, a->addr.bytes, a->cidr, peer);
+		if (pc->allowed_ips[i].remove) {
+			rt_remove(dev->allowed_ips, a->family, a->addr, a->cidr, peer);
 			continue;
 		}
-		err = rt_insert(dev->allowed_ips, a->family, a->addr.bytes, a->cidr, peer);
+		err = rt_insert(dev->allowed_ips, a->family, a->addr, a->cidr, peer);
 		if (err)
 			return err;
 	}
@@ -268,9 +268,9 @@ static void collect_allowed_ip(void *arg, int family, const uint8_t *addr, uint8
 		ctx->err = -ENOMEM;
 		return;
 	}
-	a->family = (uint8_t)family;
-	a->cidr = cidr;
-	memcpy(a->addr.bytes, addr, family == AF_INET ? 4 : 16);
+	a->prefix.family = (uint8_t)family;
+	a->prefix.cidr = cidr;
+	memcpy(a->prefix.addr, addr, family == AF_INET ? 4 : 16);
 }
 
 int wg_device_get(struct wg_device *dev, struct wg_device_config *cfg)

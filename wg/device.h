@@ -31,7 +31,7 @@
 #include "wg/socket.h"
 #include "wg/stats.h"
 
-struct port_addr;
+struct ip_prefix;
 struct port_table;
 struct wg_mesh;
 struct wg_peer;
@@ -49,8 +49,8 @@ struct wg_device_hooks {
 	void (*peer_removed)(struct wg_device *dev, struct wg_peer *peer);
 	/* No lock held: a VM port with addrs[0, n) was added or removed
 	 * (port/ports.c), so the mesh announces or withdraws them. */
-	void (*local_added)(struct wg_device *dev, const struct port_addr *addrs, size_t n);
-	void (*local_removed)(struct wg_device *dev, const struct port_addr *addrs, size_t n);
+	void (*local_added)(struct wg_device *dev, const struct ip_prefix *addrs, size_t n);
+	void (*local_removed)(struct wg_device *dev, const struct ip_prefix *addrs, size_t n);
 };
 
 struct wg_device {

@@ -19,6 +19,7 @@
 
 #include <sodium.h>
 
+#include "pkt/prefix.h"
 #include "text/text.h"
 #include "wg/log.h"
 
@@ -304,40 +305,6 @@ static int set_replace_allowed_ips(struct set_parser *p, const char *v, size_t n
 	return 0;
 }
 
-/* netip.ParsePrefix after an optional '-' (removal): "a.b.c.d/n" or "v6/n",
- * the cidr mandatory, no zone. Stored masked, as the trie keeps it. */
-static bool parse_prefix(const char *v, size_t n, struct wg_allowed_ip *ip)
-{
-	char host[INET6_ADDRSTRLEN];
-	const char *slash = memrchr(v, '/', n);
-	uint64_t cidr;
-	unsigned int i, bits;
-
-	if (!slash || !copy_cstr(host, sizeof(host), v, (size_t)(slash - v)))
-		return false;
-	if (strchr(host, ':')) {
-		if (inet_pton(AF_INET6, host, &ip->addr.v6) != 1)
-			return false;
-		ip->family = AF_INET6;
-		bits = 128;
-	} else {
-		if (inet_pton(AF_INET, host, &ip->addr.v4) != 1)
-			return false;
-		ip->family = AF_INET;
-		bits = 32;
-	}
-	if (!parse_uint(slash + 1, n - (size_t)(slash - v) - 1, bits, &cidr))
-		return false;
-	ip->cidr = (uint8_t)cidr;
-	for (i = 0; i < bits / 8; i++) {
-		if (i * 8 >= cidr)
-			ip->addr.bytes[i] = 0;
-		else if (i * 8 + 8 > cidr)
-			ip->addr.bytes[i] &= (uint8_t)(0xff00 >> (cidr - i * 8));
-	}
-	return true;
-}
-
 static int set_allowed_ip(struct set_parser *p, const char *v, size_t n)
 {
 	struct wg_allowed_ip ip = { 0 }, *slot;
@@ -347,7 +314,9 @@ static int set_allowed_ip(struct set_parser *p, const char *v, size_t n)
 		v++;
 		n--;
 	}
-	if (!parse_prefix(v, n, &ip)) {
+	/* netip.ParsePrefix: the length a must, no zone; its digits read as
+	 * strconv.ParseUint does. Stored masked, as the trie keeps it. */
+	if (ip_prefix_parse(v, n, IP_PREFIX_MASK | IP_PREFIX_LEN_ZEROS, &ip.prefix, NULL)) {
 		p->why = "failed to set allowed ip";
 		return IPC_ERROR_INVALID;
 	}
@@ -479,45 +448,6 @@ static void text_key(struct text_buf *t, const char *name, const uint8_t key[WG_
 	sodium_memzero(line, sizeof(line));
 }
 
-/* netip.Addr.String for IPv6: RFC 5952 (longest run of two or more zero
- * groups becomes "::", the first one on a tie), except that IPv4-mapped
- * addresses print as "::ffff:a.b.c.d". glibc's inet_ntop also prints
- * "::a.b.c.d" for IPv4-compatible ones, which Go does not. */
-static void format_v6(char out[INET6_ADDRSTRLEN], const uint8_t a[16])
-{
-	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
-	int i, best = -1, best_len = 0, run;
-	uint16_t w[8];
-	char *o = out;
-
-	if (!memcmp(a, mapped, sizeof(mapped))) {
-		snprintf(out, INET6_ADDRSTRLEN, "::ffff:%u.%u.%u.%u", a[12], a[13], a[14], a[15]);
-		return;
-	}
-	for (i = 0; i < 8; i++)
-		w[i] = (uint16_t)(a[2 * i] << 8 | a[2 * i + 1]);
-	for (i = 0; i < 8; i++) {
-		for (run = 0; i + run < 8 && !w[i + run]; run++)
-			;
-		if (run >= 2 && run > best_len) {
-			best = i;
-			best_len = run;
-		}
-	}
-	for (i = 0; i < 8; i++) {
-		if (i == best) {
-			*o++ = ':';
-			*o++ = ':';
-			i += best_len - 1;
-			continue;
-		}
-		if (i > 0 && i != best + best_len)
-			*o++ = ':';
-		o += sprintf(o, "%x", w[i]);
-	}
-	*o = '\0';
-}
-
 static void text_endpoint(struct text_buf *t, const union wg_sockaddr *ep)
 {
 	char addr[INET6_ADDRSTRLEN], zone[IF_NAMESIZE];
@@ -528,7 +458,7 @@ static void text_endpoint(struct text_buf *t, const union wg_sockaddr *ep)
 		text_buf_printf(t, "endpoint=%u.%u.%u.%u:%u\n", b[0], b[1], b[2], b[3],
 			    ntohs(ep->in4.sin_port));
 	} else if (ep->sa.sa_family == AF_INET6) {
-		format_v6(addr, ep->in6.sin6_addr.s6_addr);
+		ip_prefix_format_addr(AF_INET6, ep->in6.sin6_addr.s6_addr, addr);
 		if (!ep->in6.sin6_scope_id) {
 			text_buf_printf(t, "endpoint=[%s]:%u\n", addr, ntohs(ep->in6.sin6_port));
 		} else if (if_indextoname(ep->in6.sin6_scope_id, zone)) {
@@ -543,16 +473,12 @@ static void text_endpoint(struct text_buf *t, const union wg_sockaddr *ep)
 
 static void text_allowed_ip(struct text_buf *t, const struct wg_allowed_ip *ip)
 {
-	char addr[INET6_ADDRSTRLEN];
-	const uint8_t *b = ip->addr.bytes;
-	const char *sign = ip->remove ? "-" : "";
+	char s[IP_PREFIX_STRLEN];
 
-	if (ip->family == AF_INET) {
-		text_buf_printf(t, "allowed_ip=%s%u.%u.%u.%u/%u\n", sign, b[0], b[1], b[2], b[3], ip->cidr);
-	} else if (ip->family == AF_INET6) {
-		format_v6(addr, b);
-		text_buf_printf(t, "allowed_ip=%s%s/%u\n", sign, addr, ip->cidr);
-	}
+	if (ip->prefix.family != AF_INET && ip->prefix.family != AF_INET6)
+		return;
+	ip_prefix_format(&ip->prefix, s);
+	text_buf_printf(t, "allowed_ip=%s%s\n", ip->remove ? "-" : "", s);
 }
 
 int wg_uapi_format_get(const struct wg_device_config *cfg, char **out, size_t *out_len)

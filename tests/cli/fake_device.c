@@ -22,11 +22,11 @@ struct wg_mesh_route *fake_routes;
 size_t fake_n_routes;
 
 /* The port holding a, or -1. */
-static int holder(const struct port_addr *a)
+static int holder(const struct ip_prefix *a)
 {
 	for (size_t i = 0; i < fake_n; i++)
 		for (size_t j = 0; j < fake_ports[i].cfg.n_addrs; j++)
-			if (port_addr_equal(&fake_ports[i].cfg.addrs[j], a))
+			if (ip_prefix_equal(&fake_ports[i].cfg.addrs[j], a))
 				return (int)i;
 	return -1;
 }
@@ -121,7 +121,7 @@ void wg_mesh_get(struct wg_device *dev, struct wg_mesh_config *cfg, struct wg_me
 	pthread_mutex_unlock(&fake_lock);
 }
 
-int wg_mesh_vm_add(struct wg_device *dev, const char *port, const struct port_addr *addrs,
+int wg_mesh_vm_add(struct wg_device *dev, const char *port, const struct ip_prefix *addrs,
 		   size_t n)
 {
 	struct port_config c;
@@ -161,7 +161,7 @@ out:
 	return ret;
 }
 
-int wg_mesh_vm_del(struct wg_device *dev, const struct port_addr *addrs, size_t n)
+int wg_mesh_vm_del(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
 {
 	int ret = 0, h;
 
@@ -175,7 +175,7 @@ int wg_mesh_vm_del(struct wg_device *dev, const struct port_addr *addrs, size_t 
 		h = holder(&addrs[k]);
 		c = &fake_ports[h].cfg;
 		for (size_t j = 0; j < c->n_addrs; j++) {
-			if (port_addr_equal(&c->addrs[j], &addrs[k])) {
+			if (ip_prefix_equal(&c->addrs[j], &addrs[k])) {
 				memmove(&c->addrs[j], &c->addrs[j + 1],
 					(c->n_addrs - j - 1) * sizeof(c->addrs[0]));
 				c->n_addrs--;
@@ -215,17 +215,17 @@ void fake_reset(void)
 
 bool fake_port_has(const char *name, const char *cidr)
 {
-	struct port_addr a;
+	struct ip_prefix a;
 	const char *why;
 	bool found = false;
 
-	if (mesh_text_parse_cidr(cidr, strlen(cidr), &a, &why))
+	if (ip_prefix_parse(cidr, strlen(cidr), MESH_TEXT_CIDR, &a, &why))
 		return false;
 	pthread_mutex_lock(&fake_lock);
 	for (size_t i = 0; i < fake_n; i++)
 		if (!strcmp(fake_ports[i].cfg.name, name))
 			for (size_t j = 0; j < fake_ports[i].cfg.n_addrs; j++)
-				found |= port_addr_equal(&fake_ports[i].cfg.addrs[j], &a);
+				found |= ip_prefix_equal(&fake_ports[i].cfg.addrs[j], &a);
 	pthread_mutex_unlock(&fake_lock);
 	return found;
 }

@@ -190,14 +190,14 @@ static void test_mesh_wire(void)
 	fake_mesh_stats.solicit_sent = 3;
 	fake_mesh_stats.pending = 1;
 	fake_routes = calloc(MESH_TEXT_MAX_ROUTES + 5, sizeof(*fake_routes));
-	fake_routes[0].family = AF_INET6;
-	fake_routes[0].cidr = 128;
-	inet_pton(AF_INET6, "fd78::5", fake_routes[0].addr);
+	fake_routes[0].prefix.family = AF_INET6;
+	fake_routes[0].prefix.cidr = 128;
+	inet_pton(AF_INET6, "fd78::5", fake_routes[0].prefix.addr);
 	memset(fake_routes[0].holder, 0xab, 32);
 	fake_routes[0].seq = 9;
-	fake_routes[1].family = AF_INET;
-	fake_routes[1].cidr = 32;
-	inet_pton(AF_INET, "10.77.0.9", fake_routes[1].addr);
+	fake_routes[1].prefix.family = AF_INET;
+	fake_routes[1].prefix.cidr = 32;
+	inet_pton(AF_INET, "10.77.0.9", fake_routes[1].prefix.addr);
 	fake_routes[1].negative = true;
 	fake_n_routes = 2;
 	got = exchange("weft=mesh-show\n\n");
@@ -211,8 +211,8 @@ static void test_mesh_wire(void)
 	/* More than 1000: the first 1000 and the flag. */
 	for (size_t i = 2; i < MESH_TEXT_MAX_ROUTES + 5; i++) {
 		fake_routes[i] = fake_routes[0];
-		fake_routes[i].addr[14] = (uint8_t)(i >> 8);
-		fake_routes[i].addr[15] = (uint8_t)i;
+		fake_routes[i].prefix.addr[14] = (uint8_t)(i >> 8);
+		fake_routes[i].prefix.addr[15] = (uint8_t)i;
 	}
 	fake_n_routes = MESH_TEXT_MAX_ROUTES + 5;
 	got = exchange("weft=mesh-show\n\n");
@@ -331,7 +331,7 @@ static void test_cli_vm(void)
 	add_port("vm1", 1, "address=10.0.0.2\n");
 	add_port("vm2", 2, "");
 	fake_mesh.n_prefixes = 1;
-	fake_mesh.prefixes[0] = (struct port_addr){ .family = AF_INET6, .cidr = 64 };
+	fake_mesh.prefixes[0] = (struct ip_prefix){ .family = AF_INET6, .cidr = 64 };
 	inet_pton(AF_INET6, "fd77::", fake_mesh.prefixes[0].addr);
 
 	CHECK(run("vm", "add", "vm1", "fd77::1:2", "10.0.1.0/24,fd77::1:3", NULL) == 0 && !out[0]);
@@ -452,15 +452,15 @@ static void test_cli_mesh(void)
 	fake_mesh_stats.advert_received = 4;
 	fake_mesh_stats.locations = 1;
 	fake_routes = calloc(MESH_TEXT_MAX_ROUTES + 1, sizeof(*fake_routes));
-	fake_routes[0].family = AF_INET6;
-	fake_routes[0].cidr = 128;
-	inet_pton(AF_INET6, "fd77::5", fake_routes[0].addr);
+	fake_routes[0].prefix.family = AF_INET6;
+	fake_routes[0].prefix.cidr = 128;
+	inet_pton(AF_INET6, "fd77::5", fake_routes[0].prefix.addr);
 	for (int i = 0; i < 32; i++)
 		fake_routes[0].holder[i] = (uint8_t)(i + 1);
 	fake_routes[0].seq = 3;
-	fake_routes[1].family = AF_INET;
-	fake_routes[1].cidr = 32;
-	inet_pton(AF_INET, "10.77.0.9", fake_routes[1].addr);
+	fake_routes[1].prefix.family = AF_INET;
+	fake_routes[1].prefix.cidr = 32;
+	inet_pton(AF_INET, "10.77.0.9", fake_routes[1].prefix.addr);
 	fake_routes[1].negative = true;
 	fake_n_routes = 2;
 	CHECK(run("mesh", "show", NULL) == 0);
@@ -480,8 +480,8 @@ static void test_cli_mesh(void)
 	/* Truncated. */
 	for (size_t i = 2; i <= MESH_TEXT_MAX_ROUTES; i++) {
 		fake_routes[i] = fake_routes[0];
-		fake_routes[i].addr[14] = (uint8_t)(i >> 8);
-		fake_routes[i].addr[15] = (uint8_t)i;
+		fake_routes[i].prefix.addr[14] = (uint8_t)(i >> 8);
+		fake_routes[i].prefix.addr[15] = (uint8_t)i;
 	}
 	fake_n_routes = MESH_TEXT_MAX_ROUTES + 1;
 	CHECK(run("mesh", "show", NULL) == 0 && strstr(out, "  (the first 1000 routes only)\n"));

@@ -40,23 +40,23 @@ static uint32_t rnd(uint32_t n)
 	return (uint32_t)(rng >> 11) % n;
 }
 
-static struct port_addr cidr(const char *s)
+static struct ip_prefix cidr(const char *s)
 {
-	struct port_addr a;
+	struct ip_prefix a;
 	const char *why = NULL;
 
-	if (mesh_text_parse_cidr(s, strlen(s), &a, &why)) {
+	if (ip_prefix_parse(s, strlen(s), MESH_TEXT_CIDR, &a, &why)) {
 		fprintf(stderr, "bad test address %s: %s\n", s, why);
 		failures++;
 	}
 	return a;
 }
 
-static bool addr_is(const struct port_addr *a, const char *text)
+static bool addr_is(const struct ip_prefix *a, const char *text)
 {
-	char s[MESH_TEXT_ADDR_LEN];
+	char s[IP_PREFIX_STRLEN];
 
-	mesh_text_addr(a, s);
+	ip_prefix_format(a, s);
 	return !strcmp(s, text);
 }
 
@@ -89,13 +89,13 @@ static void test_values(void)
 	};
 	uint8_t key[32];
 	char b64[MESH_TEXT_KEY_LEN];
-	struct port_addr a;
+	struct ip_prefix a;
 	struct wg_mesh_config m = { .n_prefixes = 2 };
 	const char *why;
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		why = NULL;
-		int ret = mesh_text_parse_cidr(cases[i].in, strlen(cases[i].in), &a, &why);
+		int ret = ip_prefix_parse(S(cases[i].in), MESH_TEXT_CIDR, &a, &why);
 
 		if (cases[i].out) {
 			CHECK(ret == 0 && addr_is(&a, cases[i].out));
@@ -105,8 +105,9 @@ static void test_values(void)
 		}
 	}
 	/* The length is read from [v, v+n) only. */
-	CHECK(mesh_text_parse_cidr("10.0.0.0/8x", 10, &a, &why) == 0 && addr_is(&a, "10.0.0.0/8"));
-	CHECK(mesh_text_parse_cidr("10.0.0.1\0", 9, &a, &why) == -EINVAL);
+	CHECK(ip_prefix_parse("10.0.0.0/8x", 10, MESH_TEXT_CIDR, &a, &why) == 0 &&
+	      addr_is(&a, "10.0.0.0/8"));
+	CHECK(ip_prefix_parse("10.0.0.1\0", 9, MESH_TEXT_CIDR, &a, &why) == -EINVAL);
 
 	for (int i = 0; i < 32; i++)
 		key[i] = (uint8_t)(i + 1);
@@ -123,7 +124,7 @@ static void test_values(void)
 
 	m.prefixes[0] = cidr("fd77::/64");
 	m.prefixes[1] = cidr("10.77.0.0/16");
-	CHECK(mesh_text_in_prefix(&m, &(struct port_addr){ 0 }) == false);
+	CHECK(mesh_text_in_prefix(&m, &(struct ip_prefix){ 0 }) == false);
 	a = cidr("fd77::5");
 	CHECK(mesh_text_in_prefix(&m, &a));
 	a = cidr("fd77::/64");
@@ -293,15 +294,15 @@ static void test_show(void)
 #undef SET
 	st.locations = 12345678901234ull;
 	st.pending = 7;
-	routes[0].family = AF_INET6;
-	routes[0].cidr = 128;
-	inet_pton(AF_INET6, "fd77::5", routes[0].addr);
+	routes[0].prefix.family = AF_INET6;
+	routes[0].prefix.cidr = 128;
+	inet_pton(AF_INET6, "fd77::5", routes[0].prefix.addr);
 	for (int i = 0; i < 32; i++)
 		routes[0].holder[i] = (uint8_t)(i + 1);
 	routes[0].seq = 7;
-	routes[1].family = AF_INET;
-	routes[1].cidr = 32;
-	inet_pton(AF_INET, "10.77.0.9", routes[1].addr);
+	routes[1].prefix.family = AF_INET;
+	routes[1].prefix.cidr = 32;
+	inet_pton(AF_INET, "10.77.0.9", routes[1].prefix.addr);
 	routes[1].negative = true;
 
 	o += (size_t)sprintf(want + o, "mode=unicast\nprefix=fd77::/64\nprefix=10.77.0.0/16\n");
@@ -371,11 +372,11 @@ static void test_show(void)
 	/* 1000 routes parse; 1001 do not. */
 	many = calloc(MESH_TEXT_MAX_ROUTES + 1, sizeof(*many));
 	for (size_t i = 0; i <= MESH_TEXT_MAX_ROUTES; i++) {
-		many[i].family = AF_INET6;
-		many[i].cidr = 128;
-		many[i].addr[0] = 0xfd;
-		many[i].addr[14] = (uint8_t)(i >> 8);
-		many[i].addr[15] = (uint8_t)i;
+		many[i].prefix.family = AF_INET6;
+		many[i].prefix.cidr = 128;
+		many[i].prefix.addr[0] = 0xfd;
+		many[i].prefix.addr[14] = (uint8_t)(i >> 8);
+		many[i].prefix.addr[15] = (uint8_t)i;
 		many[i].negative = i % 3 == 0;
 		many[i].holder[0] = many[i].negative ? 0 : (uint8_t)(i | 1);
 		many[i].seq = i;
@@ -577,15 +578,15 @@ static void test_vm_file(void)
 
 enum { POOL = 48, MODEL_PORTS = 5 };
 
-static struct port_addr pool[POOL];
+static struct ip_prefix pool[POOL];
 
 /* The model host: have[] as the device keeps it. */
-static int model_find(const struct port_info *have, size_t n_have, const struct port_addr *a,
+static int model_find(const struct port_info *have, size_t n_have, const struct ip_prefix *a,
 		      size_t *at)
 {
 	for (size_t h = 0; h < n_have; h++)
 		for (size_t k = 0; k < have[h].cfg.n_addrs; k++)
-			if (port_addr_equal(&have[h].cfg.addrs[k], a)) {
+			if (ip_prefix_equal(&have[h].cfg.addrs[k], a)) {
 				if (at)
 					*at = k;
 				return (int)h;
@@ -593,10 +594,10 @@ static int model_find(const struct port_info *have, size_t n_have, const struct 
 	return -1;
 }
 
-static bool listed_in(const struct mesh_text_vm *vm, const struct port_addr *a)
+static bool listed_in(const struct mesh_text_vm *vm, const struct ip_prefix *a)
 {
 	for (size_t k = 0; k < vm->n_addrs; k++)
-		if (port_addr_equal(&vm->addrs[k], a))
+		if (ip_prefix_equal(&vm->addrs[k], a))
 			return true;
 	return false;
 }
@@ -814,13 +815,13 @@ static void test_plan(void)
 	      counts.unchanged == 1);
 	if (n_steps == 4) {
 		CHECK(steps[0].kind == MESH_VM_STEP_ADD && steps[0].port == 0 &&
-		      steps[0].from == SIZE_MAX && port_addr_equal(&steps[0].addr, &pool[3]));
+		      steps[0].from == SIZE_MAX && ip_prefix_equal(&steps[0].addr, &pool[3]));
 		CHECK(steps[1].kind == MESH_VM_STEP_DEL && steps[1].port == 0 && steps[1].from == 1 &&
-		      port_addr_equal(&steps[1].addr, &pool[1]));
+		      ip_prefix_equal(&steps[1].addr, &pool[1]));
 		CHECK(steps[2].kind == MESH_VM_STEP_ADD && steps[2].port == 1 && steps[2].from == 0 &&
-		      port_addr_equal(&steps[2].addr, &pool[1]));
+		      ip_prefix_equal(&steps[2].addr, &pool[1]));
 		CHECK(steps[3].kind == MESH_VM_STEP_DEL && steps[3].port == 1 &&
-		      steps[3].from == SIZE_MAX && port_addr_equal(&steps[3].addr, &pool[2]));
+		      steps[3].from == SIZE_MAX && ip_prefix_equal(&steps[3].addr, &pool[2]));
 	}
 	free(steps);
 	free(want);

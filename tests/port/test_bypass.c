@@ -112,9 +112,9 @@ static int run(int prog, struct frame *f)
 	return (int)opts.retval;
 }
 
-static struct port_addr addr(const char *text)
+static struct ip_prefix addr(const char *text)
 {
-	struct port_addr a = { .family = strchr(text, ':') ? AF_INET6 : AF_INET };
+	struct ip_prefix a = { .family = strchr(text, ':') ? AF_INET6 : AF_INET };
 
 	inet_pton(a.family, text, a.addr);
 	a.cidr = a.family == AF_INET ? 32 : 128;
@@ -123,8 +123,8 @@ static struct port_addr addr(const char *text)
 
 int main(void)
 {
-	struct port_addr a4 = addr("10.9.0.1"), b4 = addr("10.9.0.2");
-	struct port_addr a6 = addr("fd00:9::1"), b6 = addr("fd00:9::2");
+	struct ip_prefix a4 = addr("10.9.0.1"), b4 = addr("10.9.0.2");
+	struct ip_prefix a6 = addr("fd00:9::1"), b6 = addr("fd00:9::2");
 	uint64_t packets, bytes, spoofed;
 	struct wg_bypass *b;
 	struct frame f, orig;

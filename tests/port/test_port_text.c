@@ -55,7 +55,8 @@ static bool config_identical(const struct port_config *a, const struct port_conf
 		    memcmp(a->addrs[i].addr, b->addrs[i].addr, 16))
 			return false;
 	for (size_t i = 0; i < a->n_prefixes; i++)
-		if (a->prefixes[i].len != b->prefixes[i].len ||
+		if (a->prefixes[i].family != b->prefixes[i].family ||
+		    a->prefixes[i].cidr != b->prefixes[i].cidr ||
 		    memcmp(a->prefixes[i].addr, b->prefixes[i].addr, 16))
 			return false;
 	return true;
@@ -98,7 +99,8 @@ static void test_request_every_key(void)
 	      !memcmp(c.addrs[1].addr, v6, 16));
 	CHECK(c.addrs[2].family == AF_INET && c.addrs[2].cidr == 24);
 	CHECK(c.addrs[3].family == AF_INET6 && c.addrs[3].cidr == 64);
-	CHECK(c.n_prefixes == 1 && c.prefixes[0].len == 64 && !memcmp(c.prefixes[0].addr, p6, 16));
+	CHECK(c.n_prefixes == 1 && c.prefixes[0].family == AF_INET6 && c.prefixes[0].cidr == 64 &&
+	      !memcmp(c.prefixes[0].addr, p6, 16));
 	CHECK(c.mtu == 9000);
 
 	/* The defaults: server mode, MTU 1500, no router MAC or gateway given. */
@@ -311,21 +313,21 @@ static void random_port(struct port_config *c, unsigned int k, unsigned int vari
 		c->has_router_mac = true;
 	}
 	for (size_t i = 0; i < n4; i++) {
-		struct port_addr *a = &c->addrs[c->n_addrs++];
+		struct ip_prefix *a = &c->addrs[c->n_addrs++];
 
 		a->family = AF_INET;
 		a->cidr = 32;
 		memcpy(a->addr, (uint8_t[]){ 10, (uint8_t)k, (uint8_t)i, (uint8_t)(2 + variant) }, 4);
 	}
 	for (size_t i = 0; i < n6; i++) {
-		struct port_addr *a = &c->addrs[c->n_addrs++];
+		struct ip_prefix *a = &c->addrs[c->n_addrs++];
 
 		a->family = AF_INET6;
 		a->cidr = 128;
 		memcpy(a->addr, (uint8_t[]){ 0xfd, 0, 0, (uint8_t)k, [14] = (uint8_t)i, [15] = 9 }, 16);
 	}
 	for (size_t i = 0; i < nr; i++) {
-		struct port_addr *a = &c->addrs[c->n_addrs++];
+		struct ip_prefix *a = &c->addrs[c->n_addrs++];
 
 		a->family = i ? AF_INET6 : AF_INET;
 		a->cidr = i ? 64 : 24;
@@ -339,10 +341,11 @@ static void random_port(struct port_config *c, unsigned int k, unsigned int vari
 		c->has_gateway4 = true;
 	}
 	for (size_t i = 0, np = rnd(3); i < np; i++) {
-		struct port_ra_prefix *p = &c->prefixes[c->n_prefixes++];
+		struct ip_prefix *p = &c->prefixes[c->n_prefixes++];
 
+		p->family = AF_INET6;
 		memcpy(p->addr, (uint8_t[]){ 0x20, 0x01, 0x0d, 0xb8, (uint8_t)k, (uint8_t)i }, 6);
-		p->len = 48 + (uint8_t)(16 * (i % 2));
+		p->cidr = 48 + (uint8_t)(16 * (i % 2));
 	}
 	c->mtu = rnd(3) ? PORT_MTU_DEFAULT : PORT_MTU_MIN + rnd(PORT_MTU_MAX - PORT_MTU_MIN + 1);
 	if (port_config_check(c, &why)) {
@@ -420,7 +423,7 @@ static void test_info_known(void)
 	strcpy(p.cfg.name, "vm1");
 	p.cfg.type = PORT_TAP;
 	memcpy(p.cfg.vm_mac, "\x52\x54\x00\x00\x00\x01", 6);
-	p.cfg.addrs[0] = (struct port_addr){ .family = AF_INET, .addr = { 10, 10, 1, 2 }, .cidr = 32 };
+	p.cfg.addrs[0] = (struct ip_prefix){ .family = AF_INET, .addr = { 10, 10, 1, 2 }, .cidr = 32 };
 	p.cfg.n_addrs = 1;
 	p.cfg.mtu = 0;
 	p.connected = true;

@@ -44,6 +44,12 @@ static bool is_zero(const void *p, size_t n)
 	return true;
 }
 
+/* An allowed IP's IPv4 address as a number. */
+static uint32_t addr4(const uint8_t *a)
+{
+	return (uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 | (uint32_t)a[2] << 8 | a[3];
+}
+
 static void fill(uint8_t key[WG_KEY_LEN], uint8_t v)
 {
 	memset(key, v, WG_KEY_LEN);
@@ -82,8 +88,8 @@ static bool config_equal(const struct wg_device_config *a, const struct wg_devic
 		for (j = 0; j < p->n_allowed_ips; j++) {
 			const struct wg_allowed_ip *x = &p->allowed_ips[j], *y = &q->allowed_ips[j];
 
-			if (x->family != y->family || x->cidr != y->cidr || x->remove != y->remove ||
-			    memcmp(x->addr.bytes, y->addr.bytes, 16))
+			if (!ip_prefix_equal(&x->prefix, &y->prefix) || x->remove != y->remove ||
+			    memcmp(x->prefix.addr, y->prefix.addr, 16))
 				return false;
 		}
 	}
@@ -164,16 +170,18 @@ static void test_round_trip(void)
 	CHECK(ntohs(p->endpoint.in4.sin_port) == 51820);
 	CHECK(p->has_keepalive && p->persistent_keepalive == 25);
 	CHECK(p->n_allowed_ips == 2);
-	CHECK(p->allowed_ips[0].family == AF_INET && p->allowed_ips[0].cidr == 24);
-	CHECK(p->allowed_ips[0].addr.v4.s_addr == htonl(0x0a000000));
-	CHECK(p->allowed_ips[1].family == AF_INET6 && p->allowed_ips[1].cidr == 64);
-	CHECK(p->allowed_ips[1].addr.bytes[0] == 0xfd && is_zero(p->allowed_ips[1].addr.bytes + 1, 15));
+	CHECK(p->allowed_ips[0].prefix.family == AF_INET && p->allowed_ips[0].prefix.cidr == 24);
+	CHECK(addr4(p->allowed_ips[0].prefix.addr) == 0x0a000000);
+	CHECK(p->allowed_ips[1].prefix.family == AF_INET6 && p->allowed_ips[1].prefix.cidr == 64);
+	CHECK(p->allowed_ips[1].prefix.addr[0] == 0xfd &&
+	      is_zero(p->allowed_ips[1].prefix.addr + 1, 15));
 	p = &a.peers[1];
 	CHECK(p->has_preshared_key && is_zero(p->preshared_key, WG_KEY_LEN));
 	CHECK(p->endpoint.sa.sa_family == AF_INET6 && ntohs(p->endpoint.in6.sin6_port) == 443);
 	CHECK(p->endpoint.in6.sin6_scope_id == 0);
 	CHECK(p->has_keepalive && p->persistent_keepalive == 0);
-	CHECK(p->n_allowed_ips == 2 && p->allowed_ips[0].cidr == 0 && p->allowed_ips[1].cidr == 0);
+	CHECK(p->n_allowed_ips == 2 && p->allowed_ips[0].prefix.cidr == 0 &&
+	      p->allowed_ips[1].prefix.cidr == 0);
 	p = &a.peers[2];
 	CHECK(p->endpoint.in6.sin6_scope_id == 1 && p->n_allowed_ips == 0);
 
@@ -303,11 +311,13 @@ static void test_wg_strings(void)
 	CHECK(parse("public_key=" KA "\nallowed_ip=-10.0.0.0/24\nallowed_ip=fd00::1/64\n", &c) == 0);
 	p = &c.peers[0];
 	CHECK(!p->replace_allowed_ips && p->n_allowed_ips == 2);
-	CHECK(p->allowed_ips[0].remove && p->allowed_ips[0].family == AF_INET);
-	CHECK(p->allowed_ips[0].cidr == 24 && p->allowed_ips[0].addr.v4.s_addr == htonl(0x0a000000));
-	CHECK(!p->allowed_ips[1].remove && p->allowed_ips[1].cidr == 64);
+	CHECK(p->allowed_ips[0].remove && p->allowed_ips[0].prefix.family == AF_INET);
+	CHECK(p->allowed_ips[0].prefix.cidr == 24 &&
+	      addr4(p->allowed_ips[0].prefix.addr) == 0x0a000000);
+	CHECK(!p->allowed_ips[1].remove && p->allowed_ips[1].prefix.cidr == 64);
 	/* Stored masked: fd00::1/64 is fd00::/64. */
-	CHECK(p->allowed_ips[1].addr.bytes[0] == 0xfd && is_zero(p->allowed_ips[1].addr.bytes + 1, 15));
+	CHECK(p->allowed_ips[1].prefix.addr[0] == 0xfd &&
+	      is_zero(p->allowed_ips[1].prefix.addr + 1, 15));
 	wg_config_clear(&c);
 
 	/* Endpoints wg formats with getnameinfo(NI_NUMERICHOST): a link-local zone
@@ -341,7 +351,8 @@ static void test_semantics(void)
 		    "allowed_ip=10.1.2.3/8\n", &c) == 0);
 	p = &c.peers[0];
 	CHECK(p->replace_allowed_ips && p->n_allowed_ips == 1);
-	CHECK(p->allowed_ips[0].addr.v4.s_addr == htonl(0x0a000000) && p->allowed_ips[0].cidr == 8);
+	CHECK(addr4(p->allowed_ips[0].prefix.addr) == 0x0a000000 &&
+	      p->allowed_ips[0].prefix.cidr == 8);
 	wg_config_clear(&c);
 
 	/* One key twice: two entries, applied in order. */
@@ -372,8 +383,8 @@ static void test_semantics(void)
 	CHECK(parse("public_key=" KA "\nallowed_ip=10.0.0.1/32\nallowed_ip=::1/128\n"
 		    "allowed_ip=10.1.0.0/08\n", &c) == 0);
 	p = &c.peers[0];
-	CHECK(p->allowed_ips[0].addr.v4.s_addr == htonl(0x0a000001));
-	CHECK(p->allowed_ips[1].addr.bytes[15] == 1 && p->allowed_ips[2].cidr == 8);
+	CHECK(addr4(p->allowed_ips[0].prefix.addr) == 0x0a000001);
+	CHECK(p->allowed_ips[1].prefix.addr[15] == 1 && p->allowed_ips[2].prefix.cidr == 8);
 	wg_config_clear(&c);
 
 	/* A removal entry is formatted back with its '-'. */
@@ -544,13 +555,13 @@ static void test_v6_format_known(void)
 		CHECK(p);
 		ip = wg_config_add_allowed_ip(p);
 		CHECK(ip);
-		ip->family = AF_INET6;
-		ip->cidr = 128;
-		CHECK(inet_pton(AF_INET6, cases[i].in, &ip->addr.v6) == 1);
+		ip->prefix.family = AF_INET6;
+		ip->prefix.cidr = 128;
+		CHECK(inet_pton(AF_INET6, cases[i].in, ip->prefix.addr) == 1);
 		p->has_endpoint = true;
 		p->endpoint.in6.sin6_family = AF_INET6;
 		p->endpoint.in6.sin6_port = htons(7);
-		p->endpoint.in6.sin6_addr = ip->addr.v6;
+		memcpy(&p->endpoint.in6.sin6_addr, ip->prefix.addr, 16);
 		CHECK(wg_uapi_format_get(&c, &out, &len) == 0);
 		snprintf(want, sizeof(want), "\nallowed_ip=%s/128\n", cases[i].out);
 		if (!memmem(out, len, want, strlen(want))) {
@@ -587,20 +598,20 @@ static void test_v6_format_vs_inet_ntop(void)
 	CHECK(wg_config_add_peer(&c));
 	ip = wg_config_add_allowed_ip(&c.peers[0]);
 	CHECK(ip);
-	ip->family = AF_INET6;
-	ip->cidr = 128;
+	ip->prefix.family = AF_INET6;
+	ip->prefix.cidr = 128;
 	for (i = 0; i < 20000; i++) {
 		/* Mostly zero groups, so that runs of every length show up. */
 		for (g = 0; g < 8; g++) {
 			uint16_t w = rnd() % 3 ? 0 : (uint16_t)rnd();
-			ip->addr.bytes[2 * g] = (uint8_t)(w >> 8);
-			ip->addr.bytes[2 * g + 1] = (uint8_t)w;
+			ip->prefix.addr[2 * g] = (uint8_t)(w >> 8);
+			ip->prefix.addr[2 * g + 1] = (uint8_t)w;
 		}
-		if (is_zero(ip->addr.bytes, 10) &&
-		    ((ip->addr.bytes[10] == 0 && ip->addr.bytes[11] == 0) ||
-		     (ip->addr.bytes[10] == 0xff && ip->addr.bytes[11] == 0xff)))
+		if (is_zero(ip->prefix.addr, 10) &&
+		    ((ip->prefix.addr[10] == 0 && ip->prefix.addr[11] == 0) ||
+		     (ip->prefix.addr[10] == 0xff && ip->prefix.addr[11] == 0xff)))
 			continue;
-		CHECK(inet_ntop(AF_INET6, &ip->addr.v6, ref, sizeof(ref)));
+		CHECK(inet_ntop(AF_INET6, ip->prefix.addr, ref, sizeof(ref)));
 		snprintf(want, sizeof(want), "\nallowed_ip=%s/128\n", ref);
 		CHECK(wg_uapi_format_get(&c, &out, &len) == 0);
 		if (!memmem(out, len, want, strlen(want))) {
@@ -694,11 +705,12 @@ static void test_config_growth(void)
 	p = &c.peers[999];
 	for (i = 0; i < WG_MAX_ALLOWEDIPS_PER_PEER; i++) {
 		ip = wg_config_add_allowed_ip(p);
-		CHECK(ip && ip->cidr == 0);
-		ip->cidr = (uint8_t)(i % 33);
+		CHECK(ip && ip->prefix.cidr == 0);
+		ip->prefix.cidr = (uint8_t)(i % 33);
 	}
 	CHECK(!wg_config_add_allowed_ip(p)); /* the cap */
-	CHECK(p->n_allowed_ips == WG_MAX_ALLOWEDIPS_PER_PEER && p->allowed_ips[32].cidr == 32);
+	CHECK(p->n_allowed_ips == WG_MAX_ALLOWEDIPS_PER_PEER &&
+	      p->allowed_ips[32].prefix.cidr == 32);
 	wg_config_clear(&c);
 	CHECK(is_zero(&c, sizeof(c)));
 

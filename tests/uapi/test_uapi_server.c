@@ -57,9 +57,7 @@ static void fake_snapshot(struct wg_device_config *cfg)
 	p->rx_bytes = 42;
 	ip = wg_config_add_allowed_ip(p);
 	CHECK(ip);
-	ip->family = AF_INET;
-	ip->cidr = 24;
-	ip->addr.v4.s_addr = htonl(0x0a000000);
+	ip->prefix = (struct ip_prefix){ .family = AF_INET, .cidr = 24, .addr = { 10 } };
 }
 
 static int fake_get(void *ctx, struct wg_device_config *cfg)
