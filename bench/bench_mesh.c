@@ -444,7 +444,7 @@ static void bench_discovery(void)
 
 		per_home[home]++;
 		/* unicast registration: 1 ANNOUNCE to the home, none when the
-		 * holder is the home (wg_mesh_local_added). */
+		 * holder is the home (mesh_local_added). */
 		uni_reg += holder != home;
 		/* unicast lookup: SOLICIT to the home and its ADVERT back; a home
 		 * answers itself without a message (solicit()). */

@@ -26,7 +26,7 @@ static const char mesh_usage_text[] =
 
 /* ---- set --------------------------------------------------------------- */
 
-static int mesh_set(int argc, char **argv)
+static int cmd_mesh_set(int argc, char **argv)
 {
 	struct mesh_text_set set;
 	struct text_buf b = { 0 };
@@ -145,7 +145,7 @@ static void print_json(const struct mesh_text_show *m)
 	       m->truncated ? "true" : "false");
 }
 
-static int mesh_show(int argc, char **argv)
+static int cmd_mesh_show(int argc, char **argv)
 {
 	struct mesh_text_show m;
 	bool json = false;
@@ -170,8 +170,8 @@ static int mesh_show(int argc, char **argv)
 /* ---- dispatch ---------------------------------------------------------- */
 
 static const struct cli_command mesh_commands[] = {
-	{ "set", mesh_set, mesh_usage_text, true },
-	{ "show", mesh_show, mesh_usage_text, true },
+	{ "set", cmd_mesh_set, mesh_usage_text, true },
+	{ "show", cmd_mesh_show, mesh_usage_text, true },
 };
 
 int cli_mesh(int argc, char **argv)

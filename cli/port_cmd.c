@@ -84,7 +84,7 @@ static const char *add_key(const char *word)
 	return NULL;
 }
 
-static int port_add(int argc, char **argv)
+static int cmd_port_add(int argc, char **argv)
 {
 	struct port_config cfg;
 	const char *why = NULL, *key;
@@ -125,7 +125,7 @@ static int port_add(int argc, char **argv)
 	return send_add(&cfg, what);
 }
 
-static int port_del(int argc, char **argv)
+static int cmd_port_del(int argc, char **argv)
 {
 	char what[64];
 
@@ -249,7 +249,7 @@ static void json_port(const struct port_info *p)
 	printf("\n    }\n  }");
 }
 
-static int port_list(int argc, char **argv)
+static int cmd_port_list(int argc, char **argv)
 {
 	struct port_info *ports = NULL;
 	size_t n = 0;
@@ -280,7 +280,7 @@ static int port_list(int argc, char **argv)
 
 /* ---- port load --------------------------------------------------------- */
 
-static int port_load(int argc, char **argv)
+static int cmd_port_load(int argc, char **argv)
 {
 	struct port_config *want = NULL;
 	struct port_info *have = NULL;
@@ -350,10 +350,10 @@ out:
 }
 
 static const struct cli_command port_commands[] = {
-	{ "add", port_add, port_usage_text, true },
-	{ "del", port_del, port_usage_text, true },
-	{ "list", port_list, port_usage_text, true },
-	{ "load", port_load, port_usage_text, true },
+	{ "add", cmd_port_add, port_usage_text, true },
+	{ "del", cmd_port_del, port_usage_text, true },
+	{ "list", cmd_port_list, port_usage_text, true },
+	{ "load", cmd_port_load, port_usage_text, true },
 };
 
 int cli_port(int argc, char **argv)

@@ -109,7 +109,7 @@ static int vm_del(int argc, char **argv)
 
 /* ---- list -------------------------------------------------------------- */
 
-static void print_table(const struct port_info *ports, size_t n, const struct wg_mesh_config *m)
+static void print_table(const struct port_info *ports, size_t n, const struct mesh_config *m)
 {
 	char s[IP_PREFIX_STRLEN];
 	int wp = 4, wa = 7;
@@ -135,7 +135,7 @@ static void print_table(const struct port_info *ports, size_t n, const struct wg
 	}
 }
 
-static void print_json(const struct port_info *ports, size_t n, const struct wg_mesh_config *m)
+static void print_json(const struct port_info *ports, size_t n, const struct mesh_config *m)
 {
 	char s[IP_PREFIX_STRLEN];
 

@@ -44,7 +44,7 @@ static const char *add_failure(struct wg_device *dev, const struct port_config *
 
 	switch (err) {
 	case -EEXIST:
-		if (wg_device_port_list(dev, &ports, &n))
+		if (port_list(dev, &ports, &n))
 			return "the name or an address is taken";
 		for (size_t i = 0; i < n; i++) {
 			if (!strncmp(ports[i].cfg.name, cfg->name, PORT_NAME_MAX)) {
@@ -65,8 +65,8 @@ static const char *add_failure(struct wg_device *dev, const struct port_config *
 	}
 }
 
-static int port_add(struct wg_device *dev, const char *body, size_t len, char **reply,
-		    size_t *reply_len, const char **why)
+static int verb_port_add(struct wg_device *dev, const char *body, size_t len, char **reply,
+			 size_t *reply_len, const char **why)
 {
 	struct port_config cfg;
 	int ret = port_text_parse_request(body, len, &cfg, why);
@@ -75,28 +75,28 @@ static int port_add(struct wg_device *dev, const char *body, size_t len, char **
 		return ret;
 	/* The device logs what it did; failures are logged with their reason
 	 * by control_command. */
-	ret = wg_device_port_add(dev, &cfg);
+	ret = port_add(dev, &cfg);
 	if (ret)
 		*why = add_failure(dev, &cfg, ret);
 	return ret;
 }
 
-static int port_del(struct wg_device *dev, const char *body, size_t len, char **reply,
-		    size_t *reply_len, const char **why)
+static int verb_port_del(struct wg_device *dev, const char *body, size_t len, char **reply,
+			 size_t *reply_len, const char **why)
 {
 	char name[PORT_NAME_MAX];
 	int ret = port_text_parse_name(body, len, name, why);
 
 	if (ret)
 		return ret;
-	ret = wg_device_port_del(dev, name);
+	ret = port_del(dev, name);
 	if (ret == -ENOENT)
 		*why = "no port with this name";
 	return ret;
 }
 
-static int port_list(struct wg_device *dev, const char *body, size_t len, char **reply,
-		     size_t *reply_len, const char **why)
+static int verb_port_list(struct wg_device *dev, const char *body, size_t len, char **reply,
+			  size_t *reply_len, const char **why)
 {
 	struct port_info *ports = NULL;
 	size_t n = 0;
@@ -106,7 +106,7 @@ static int port_list(struct wg_device *dev, const char *body, size_t len, char *
 		*why = "port-list takes no keys";
 		return -EINVAL;
 	}
-	ret = wg_device_port_list(dev, &ports, &n);
+	ret = port_list(dev, &ports, &n);
 	if (!ret)
 		ret = port_text_format_info(ports, n, reply, reply_len);
 	free(ports);
@@ -115,8 +115,8 @@ static int port_list(struct wg_device *dev, const char *body, size_t len, char *
 
 /* ---- VM addresses and the mesh ----------------------------------------- */
 
-static int vm_add(struct wg_device *dev, const char *body, size_t len, char **reply,
-		  size_t *reply_len, const char **why)
+static int verb_vm_add(struct wg_device *dev, const char *body, size_t len, char **reply,
+		       size_t *reply_len, const char **why)
 {
 	struct mesh_text_vm_request *req = malloc(sizeof(*req));
 	int ret;
@@ -125,7 +125,7 @@ static int vm_add(struct wg_device *dev, const char *body, size_t len, char **re
 		return -ENOMEM;
 	ret = mesh_text_parse_vm_request(body, len, true, req, why);
 	if (!ret)
-		ret = wg_mesh_vm_add(dev, req->port, req->addrs, req->n_addrs);
+		ret = mesh_vm_add(dev, req->port, req->addrs, req->n_addrs);
 	free(req);
 	switch (ret) {
 	case -ENOENT:
@@ -145,8 +145,8 @@ static int vm_add(struct wg_device *dev, const char *body, size_t len, char **re
 	return ret;
 }
 
-static int vm_del(struct wg_device *dev, const char *body, size_t len, char **reply,
-		  size_t *reply_len, const char **why)
+static int verb_vm_del(struct wg_device *dev, const char *body, size_t len, char **reply,
+		       size_t *reply_len, const char **why)
 {
 	struct mesh_text_vm_request *req = malloc(sizeof(*req));
 	int ret;
@@ -155,7 +155,7 @@ static int vm_del(struct wg_device *dev, const char *body, size_t len, char **re
 		return -ENOMEM;
 	ret = mesh_text_parse_vm_request(body, len, false, req, why);
 	if (!ret) {
-		ret = wg_mesh_vm_del(dev, req->addrs, req->n_addrs);
+		ret = mesh_vm_del(dev, req->addrs, req->n_addrs);
 		if (ret == -ENOENT)
 			*why = "an address is registered to no port";
 	}
@@ -164,30 +164,30 @@ static int vm_del(struct wg_device *dev, const char *body, size_t len, char **re
 }
 
 /* get-modify-set: what the request leaves out stays as it is. */
-static int mesh_set(struct wg_device *dev, const char *body, size_t len, char **reply,
-		    size_t *reply_len, const char **why)
+static int verb_mesh_set(struct wg_device *dev, const char *body, size_t len, char **reply,
+			 size_t *reply_len, const char **why)
 {
-	struct wg_mesh_config cfg;
-	struct wg_mesh_stats st;
+	struct mesh_config cfg;
+	struct mesh_stats st;
 	struct mesh_text_set set;
 	int ret = mesh_text_parse_set(body, len, &set, why);
 
 	if (ret)
 		return ret;
-	wg_mesh_get(dev, &cfg, &st);
+	mesh_get(dev, &cfg, &st);
 	mesh_text_apply_set(&set, &cfg);
-	ret = wg_mesh_set(dev, &cfg);
+	ret = mesh_set(dev, &cfg);
 	if (ret == -EINVAL)
 		*why = "the mesh refused the configuration";
 	return ret;
 }
 
-static int mesh_show(struct wg_device *dev, const char *body, size_t len, char **reply,
-		     size_t *reply_len, const char **why)
+static int verb_mesh_show(struct wg_device *dev, const char *body, size_t len, char **reply,
+			  size_t *reply_len, const char **why)
 {
-	struct wg_mesh_route *routes = NULL;
-	struct wg_mesh_config cfg;
-	struct wg_mesh_stats st;
+	struct mesh_route *routes = NULL;
+	struct mesh_config cfg;
+	struct mesh_stats st;
 	size_t n = 0;
 	bool truncated;
 	int ret;
@@ -196,9 +196,9 @@ static int mesh_show(struct wg_device *dev, const char *body, size_t len, char *
 		*why = "mesh-show takes no keys";
 		return -EINVAL;
 	}
-	wg_mesh_get(dev, &cfg, &st);
+	mesh_get(dev, &cfg, &st);
 	/* One more than is shown, to know whether there were more. */
-	ret = wg_mesh_routes(dev, &routes, &n, MESH_TEXT_MAX_ROUTES + 1);
+	ret = mesh_routes(dev, &routes, &n, MESH_TEXT_MAX_ROUTES + 1);
 	if (ret)
 		return ret;
 	truncated = n > MESH_TEXT_MAX_ROUTES;
@@ -213,13 +213,13 @@ static const struct control_verb {
 	int (*run)(struct wg_device *dev, const char *body, size_t len, char **reply,
 		   size_t *reply_len, const char **why);
 } control_verbs[] = {
-	{ "port-add", port_add },
-	{ "port-del", port_del },
-	{ "port-list", port_list },
-	{ "vm-add", vm_add },
-	{ "vm-del", vm_del },
-	{ "mesh-set", mesh_set },
-	{ "mesh-show", mesh_show },
+	{ "port-add", verb_port_add },
+	{ "port-del", verb_port_del },
+	{ "port-list", verb_port_list },
+	{ "vm-add", verb_vm_add },
+	{ "vm-del", verb_vm_del },
+	{ "mesh-set", verb_mesh_set },
+	{ "mesh-show", verb_mesh_show },
 };
 
 int control_command(void *ctx, const char *verb, const char *body, size_t len, char **reply,

@@ -7,12 +7,12 @@
 
 #include <stddef.h>
 
-/* The wg_uapi_ops.command of weftd; ctx is the struct wg_device. Verbs:
+/* The uapi_server_ops.command of weftd; ctx is the struct wg_device. Verbs:
  * port-add (a port_text request body), port-del (name=NAME), port-list (no
  * keys; replies with port_text_format_info); vm-add (port=NAME and
- * address=CIDR lines: wg_mesh_vm_add), vm-del (address lines:
- * wg_mesh_vm_del), mesh-set (mode=, prefix=: wg_mesh_set of what
- * wg_mesh_get gave with those changed), mesh-show (no keys; replies with
+ * address=CIDR lines: mesh_vm_add), vm-del (address lines:
+ * mesh_vm_del), mesh-set (mode=, prefix=: mesh_set of what
+ * mesh_get gave with those changed), mesh-show (no keys; replies with
  * mesh_text_format_show). 0 or -errno; on failure *reply may hold a
  * "message=WHY\n" line. */
 int control_command(void *ctx, const char *verb, const char *body, size_t len, char **reply,

@@ -13,11 +13,11 @@ static void kick(struct wg_device *dev, int worker)
 {
 	if (worker >= 0) {
 		if (worker < dev->n_workers)
-			wg_worker_kick(dev->workers[worker]);
+			dp_worker_kick(dev->workers[worker]);
 		return;
 	}
 	for (int i = 0; i < dev->n_workers; i++)
-		wg_worker_kick(dev->workers[i]);
+		dp_worker_kick(dev->workers[i]);
 }
 
 struct wg_device *host_new(const char *ifname, const int *tun_fds, const int *cpus, int n,
@@ -27,14 +27,14 @@ struct wg_device *host_new(const char *ifname, const int *tun_fds, const int *cp
 
 	if (!dev)
 		return NULL;
-	if (wg_ports_new(dev) || wg_mesh_new(dev, &dev->mesh)) {
+	if (port_table_new(dev) || mesh_new(dev, &dev->mesh)) {
 		host_free(dev);
 		return NULL;
 	}
 	dev->hooks.kick = kick;
-	dev->hooks.peer_removed = wg_mesh_peer_removed;
-	dev->hooks.local_added = wg_mesh_local_added;
-	dev->hooks.local_removed = wg_mesh_local_removed;
+	dev->hooks.peer_removed = mesh_peer_removed;
+	dev->hooks.local_added = mesh_local_added;
+	dev->hooks.local_removed = mesh_local_removed;
 	return dev;
 }
 
@@ -43,17 +43,17 @@ int host_start(struct wg_device *dev)
 	int err = wg_device_start(dev);
 
 	for (int i = 0; !err && i < dev->n_workers; i++)
-		err = wg_worker_start(dev, i, dev->tun_fds[i], dev->cpus[i], &dev->workers[i]);
-	return err ? err : wg_mesh_start(dev->mesh);
+		err = dp_worker_start(dev, i, dev->tun_fds[i], dev->cpus[i], &dev->workers[i]);
+	return err ? err : mesh_start(dev->mesh);
 }
 
 void host_stop(struct wg_device *dev)
 {
 	atomic_store(&dev->stopping, true);
-	wg_mesh_stop(dev->mesh);
-	wg_ports_halt_backends(dev);
+	mesh_stop(dev->mesh);
+	port_table_halt_backends(dev);
 	for (int i = 0; i < dev->n_workers; i++) {
-		wg_worker_stop(dev->workers[i]);
+		dp_worker_stop(dev->workers[i]);
 		dev->workers[i] = NULL;
 	}
 	wg_device_stop(dev);
@@ -63,11 +63,11 @@ void host_free(struct wg_device *dev)
 {
 	if (!dev)
 		return;
-	wg_ports_halt_backends(dev);
+	port_table_halt_backends(dev);
 	pthread_rwlock_wrlock(&dev->lock);
-	wg_mesh_free(dev->mesh);
+	mesh_free(dev->mesh);
 	dev->mesh = NULL;
-	wg_ports_free(dev);
+	port_table_free(dev);
 	pthread_rwlock_unlock(&dev->lock);
 	wg_device_free(dev);
 }

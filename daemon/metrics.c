@@ -253,12 +253,12 @@ static void render_device_counters(struct text_buf *b, struct wg_device *dev)
  * outlives every scrape. */
 static void render_worker_counters(struct text_buf *b, struct wg_device *dev)
 {
-	struct wg_worker_counters c[WG_MAX_WORKERS] = { 0 };
+	struct dp_worker_counters c[WG_MAX_WORKERS] = { 0 };
 	char id[16];
 
 	for (int i = 0; i < dev->n_workers; i++)
 		if (dev->workers[i])
-			wg_worker_read_counters(dev->workers[i], &c[i]);
+			dp_worker_read_counters(dev->workers[i], &c[i]);
 	family(b, "weft_worker_turns_total", "counter",
 	       "Loop turns of a data-path worker that handled completions");
 	for (int i = 0; i < dev->n_workers; i++) {
@@ -363,7 +363,7 @@ static int render_ports(struct text_buf *b, struct wg_device *dev)
 	struct port_info *ports = NULL;
 	size_t n = 0;
 	char metric[96], help[160];
-	int err = wg_device_port_list(dev, &ports, &n);
+	int err = port_list(dev, &ports, &n);
 
 	if (err)
 		return err;
@@ -411,17 +411,17 @@ static void render_mesh(struct text_buf *b, struct wg_device *dev)
 		const char *name;
 		size_t offset;
 	} counters[] = {
-#define MESH_COUNTER(n) { #n, offsetof(struct wg_mesh_stats, n) },
-		WG_MESH_COUNTERS(MESH_COUNTER)
+#define MESH_COUNTER(n) { #n, offsetof(struct mesh_stats, n) },
+		MESH_COUNTERS(MESH_COUNTER)
 #undef MESH_COUNTER
 	};
-	struct wg_mesh_config cfg;
-	struct wg_mesh_stats st;
+	struct mesh_config cfg;
+	struct mesh_stats st;
 	char help[160];
 
 	if (!dev->mesh)
 		return;
-	wg_mesh_get(dev, &cfg, &st);
+	mesh_get(dev, &cfg, &st);
 	family(b, "weft_mesh_mode_info", "gauge",
 	       "The mesh's discovery mode (off, unicast, multicast)");
 	sample(b, "weft_mesh_mode_info", dev->ifname, 1, "mode",

@@ -33,15 +33,15 @@
 enum client_state { CLIENT_FREE, CLIENT_RUNNING, CLIENT_DONE };
 
 struct uapi_client {
-	struct wg_uapi_server *server; /* immutable while the slot is in use */
+	struct uapi_server *server; /* immutable while the slot is in use */
 	pthread_t thread;
 	int fd;                        /* guarded by server->lock */
 	enum client_state state;       /* guarded by server->lock */
 };
 
-struct wg_uapi_server {
-	/* Immutable after wg_uapi_server_start. */
-	const struct wg_uapi_ops *ops;
+struct uapi_server {
+	/* Immutable after uapi_server_start. */
+	const struct uapi_server_ops *ops;
 	void *ctx;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	dev_t dev; /* identity of our socket file, to tell it from a successor's */
@@ -67,7 +67,7 @@ struct conn {
 	char line[WG_UAPI_MAX_LINE];
 };
 
-static void wake(struct wg_uapi_server *s)
+static void wake(struct uapi_server *s)
 {
 	uint64_t one = 1;
 
@@ -160,7 +160,7 @@ static int conn_read_empty_line(struct conn *c)
  * protocol errors carry wireguard-go's negative codes, as wg's
  * userspace_set_device expects. Each serve_* returns 0 to keep the connection,
  * <0 to close it. */
-static int serve_get(struct wg_uapi_server *s, struct conn *c)
+static int serve_get(struct uapi_server *s, struct conn *c)
 {
 	struct wg_device_config cfg = { 0 };
 	char *text = NULL;
@@ -192,7 +192,7 @@ static int serve_get(struct wg_uapi_server *s, struct conn *c)
 	return ret;
 }
 
-static int serve_stats(struct wg_uapi_server *s, struct conn *c)
+static int serve_stats(struct uapi_server *s, struct conn *c)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -246,7 +246,7 @@ static int read_body(struct conn *c, size_t max, struct text_buf *body, bool *eo
 	}
 }
 
-static int serve_set(struct wg_uapi_server *s, struct conn *c)
+static int serve_set(struct uapi_server *s, struct conn *c)
 {
 	struct wg_device_config cfg;
 	struct text_buf body = { 0 };
@@ -312,7 +312,7 @@ static bool command_verb(const char *line, size_t n, char verb[WG_UAPI_MAX_VERB 
 
 /* weft's own requests: collected like a set, handed whole to ops->command,
  * answered with its reply lines and a positive errno, as a get is. */
-static int serve_command(struct wg_uapi_server *s, struct conn *c)
+static int serve_command(struct uapi_server *s, struct conn *c)
 {
 	char verb[WG_UAPI_MAX_VERB + 1], *reply = NULL;
 	const char *nl = memchr(c->line, '\n', sizeof(c->line));
@@ -358,7 +358,7 @@ out:
 /* Operations are whole lines, but for weft's requests, which share a prefix. */
 static const struct uapi_op {
 	const char *line;
-	int (*serve)(struct wg_uapi_server *s, struct conn *c);
+	int (*serve)(struct uapi_server *s, struct conn *c);
 	bool prefix;
 } uapi_ops[] = {
 	{ "get=1\n", serve_get, false },
@@ -367,7 +367,7 @@ static const struct uapi_op {
 	{ "weft=", serve_command, true },
 };
 
-static bool op_matches(const struct wg_uapi_server *s, const struct uapi_op *op, const char *line,
+static bool op_matches(const struct uapi_server *s, const struct uapi_op *op, const char *line,
 		       size_t n)
 {
 	char verb[WG_UAPI_MAX_VERB + 1];
@@ -378,7 +378,7 @@ static bool op_matches(const struct wg_uapi_server *s, const struct uapi_op *op,
 	return n == strlen(op->line) && !memcmp(line, op->line, n);
 }
 
-static void serve_connection(struct wg_uapi_server *s, struct conn *c)
+static void serve_connection(struct uapi_server *s, struct conn *c)
 {
 	const struct uapi_op *op;
 	size_t i;
@@ -408,7 +408,7 @@ static void serve_connection(struct wg_uapi_server *s, struct conn *c)
 static void *client_main(void *arg)
 {
 	struct uapi_client *cl = arg;
-	struct wg_uapi_server *s = cl->server;
+	struct uapi_server *s = cl->server;
 	struct conn *c = malloc(sizeof(*c));
 
 	if (c) {
@@ -430,7 +430,7 @@ static void *client_main(void *arg)
 
 /* Joins finished client threads and returns a free slot, or -1 when all
  * WG_UAPI_MAX_CLIENTS are busy. */
-static int reap_clients(struct wg_uapi_server *s)
+static int reap_clients(struct uapi_server *s)
 {
 	int i, free_slot = -1;
 
@@ -448,7 +448,7 @@ static int reap_clients(struct wg_uapi_server *s)
 	return free_slot;
 }
 
-static void start_client(struct wg_uapi_server *s, int slot, int fd)
+static void start_client(struct uapi_server *s, int slot, int fd)
 {
 	struct uapi_client *cl = &s->clients[slot];
 
@@ -466,7 +466,7 @@ static void start_client(struct wg_uapi_server *s, int slot, int fd)
 }
 
 /* Removed, renamed away, or replaced by another daemon's socket. */
-static bool socket_gone(const struct wg_uapi_server *s)
+static bool socket_gone(const struct uapi_server *s)
 {
 	struct stat st;
 
@@ -485,7 +485,7 @@ static void drain(int fd)
 
 static void *accept_main(void *arg)
 {
-	struct wg_uapi_server *s = arg;
+	struct uapi_server *s = arg;
 	struct pollfd pfd[3];
 	int slot, fd;
 
@@ -604,10 +604,10 @@ static int open_listener(const char *path, int *out)
 	return 0;
 }
 
-struct wg_uapi_server *wg_uapi_server_start(const char *dir, const char *ifname,
-					    const struct wg_uapi_ops *ops, void *ctx)
+struct uapi_server *uapi_server_start(const char *dir, const char *ifname,
+				      const struct uapi_server_ops *ops, void *ctx)
 {
-	struct wg_uapi_server *s = NULL;
+	struct uapi_server *s = NULL;
 	bool bound = false, locks = false;
 	struct stat st;
 	int ret, n;
@@ -687,7 +687,7 @@ fail:
 	return NULL;
 }
 
-void wg_uapi_server_stop(struct wg_uapi_server *s)
+void uapi_server_stop(struct uapi_server *s)
 {
 	bool busy[WG_UAPI_MAX_CLIENTS];
 	int i;

@@ -8,7 +8,7 @@
 #include "wg/config.h"
 #include "wg/uapi.h"
 
-struct wg_uapi_ops {
+struct uapi_server_ops {
 	/* Fill cfg with a full snapshot (private key, port, fwmark, all peers with all fields). 0 or -errno. */
 	int (*get)(void *ctx, struct wg_device_config *cfg);
 	/* Apply a parsed set transaction atomically. 0 or -errno (-EADDRINUSE when the port is taken, ...).
@@ -22,7 +22,7 @@ struct wg_uapi_ops {
 	/* weft's own counters as "key=value\n" lines (malloc'd); for the "stats=1" request. */
 	int (*stats)(void *ctx, char **text, size_t *len);
 	/* Called (from the server thread) once the socket file was removed. Must not call
-	 * wg_uapi_server_stop: signal the thread that owns the server instead. */
+	 * uapi_server_stop: signal the thread that owns the server instead. */
 	void (*gone)(void *ctx);
 	/* weft's own requests (docs/cli.md): "weft=VERB\n" (VERB: 1 to WG_UAPI_MAX_VERB of a-z, 0-9,
 	 * '-'), then key=value lines up to an empty line, as set=1. body holds those lines, each with
@@ -34,16 +34,16 @@ struct wg_uapi_ops {
 		       size_t *reply_len);
 };
 
-struct wg_uapi_server;
+struct uapi_server;
 
 /* Creates `dir` (0755) and IFNAME.sock (mode 0700: umask 077 around bind, as wireguard-go), removes
  * a stale socket, refuses with EADDRINUSE if another daemon answers on it, starts an accept thread
  * that serves each client on its own thread (at most WG_UAPI_MAX_CLIENTS at once; more wait), and
  * watches the socket file with inotify, calling ops->gone once it is removed or replaced.
  * `dir` NULL means /var/run/wireguard. NULL with errno set on failure. */
-struct wg_uapi_server *wg_uapi_server_start(const char *dir, const char *ifname,
-					    const struct wg_uapi_ops *ops, void *ctx);
+struct uapi_server *uapi_server_start(const char *dir, const char *ifname,
+				      const struct uapi_server_ops *ops, void *ctx);
 /* Closes the socket, unlinks its file (when it is still ours), waits for every client thread. */
-void wg_uapi_server_stop(struct wg_uapi_server *s);
+void uapi_server_stop(struct uapi_server *s);
 
 #endif

@@ -108,7 +108,7 @@ static int uapi_command(void *ctx, const char *verb, const char *body, size_t le
 	return ret;
 }
 
-static const struct wg_uapi_ops uapi_ops = {
+static const struct uapi_server_ops uapi_ops = {
 	.get = uapi_get,
 	.set = uapi_set,
 	.stats = uapi_stats,
@@ -291,7 +291,7 @@ static void notify_status(struct wg_device *dev, const char *prefix, const char 
 	pthread_rwlock_rdlock(&dev->lock);
 	n_peers = dev->n_peers;
 	pthread_rwlock_unlock(&dev->lock);
-	if (!wg_device_port_list(dev, &ports, &n_ports))
+	if (!port_list(dev, &ports, &n_ports))
 		free(ports);
 	snprintf(state, sizeof(state),
 		 "%sSTATUS=%s up: %zu peer%s, %zu port%s, %d worker%s, %s; rx %llu tx %llu "
@@ -407,7 +407,7 @@ int main(int argc, char **argv)
 	bool uso = false;
 	bool metrics_public = false;
 	char name[IFNAMSIZ], reload_result[256] = "";
-	struct wg_uapi_server *uapi = NULL;
+	struct uapi_server *uapi = NULL;
 	struct tun_link_watch *watch = NULL;
 	struct metrics_http *metrics = NULL;
 	struct wg_device *dev = NULL;
@@ -553,7 +553,7 @@ int main(int argc, char **argv)
 		log_error("Failed to start device threads");
 		goto out;
 	}
-	uapi = wg_uapi_server_start(NULL, name, &uapi_ops, dev);
+	uapi = uapi_server_start(NULL, name, &uapi_ops, dev);
 	if (!uapi) {
 		log_error("Failed to listen on UAPI socket: %s", strerror(errno));
 		goto out;
@@ -629,7 +629,7 @@ out:
 	tell_parent(ready_fd, 1);
 	metrics_http_stop(metrics);
 	if (uapi)
-		wg_uapi_server_stop(uapi);
+		uapi_server_stop(uapi);
 	if (dev) {
 		host_stop(dev);
 		host_free(dev);

@@ -5,8 +5,8 @@
  * Out, towards a tunnel (the host's packets and its VMs'):
  *
  *   TUN read ........................ worker.c   complete(OP_TUN_READ)
- *     super-packet split ............ worker.c   tun_read_vnet, wg_worker_split_super
- *     destination read .............. nexthop.c  wg_worker_route
+ *     super-packet split ............ worker.c   tun_read_vnet, dp_split_super
+ *     destination read .............. nexthop.c  dp_route
  *   VM frame: tap queue ............. port_tap.c     tap_completed
  *             vhost-user TX ring .... port_vhost.c   vhost_drain
  *     frame and source checks, ...... worker_port.c  wport_received
@@ -16,10 +16,10 @@
  *   next hop: one table lookup ...... nexthop.c  dp_next_hop, dp_send
  *     -> a peer: sealed, staged ..... wg/send.c  wg_send_to_peer
  *          UDP send (GSO runs) ...... worker.c   tx_emit, send_run, flush_tx
- *     -> a VM port .................. worker_port.c  wg_worker_port_output, then
+ *     -> a VM port .................. worker_port.c  dp_port_output, then
  *                                     the type's write (port_tap.c, port_vhost.c)
- *     -> a mesh address not known ... mesh/path.c    wg_mesh_miss (queued, solicited)
- *     -> nothing: a VM's packet goes to the host (worker.c wg_worker_host_output)
+ *     -> a mesh address not known ... mesh/path.c    mesh_miss (queued, solicited)
+ *     -> nothing: a VM's packet goes to the host (worker.c dp_host_output)
  *
  * In, from a tunnel:
  *
@@ -29,21 +29,21 @@
  *                                                    and the one parse of the
  *                                                    inner header: source and
  *                                                    destination)
- *     the mesh's word, when on ...... mesh/path.c    wg_mesh_receive
+ *     the mesh's word, when on ...... mesh/path.c    mesh_receive
  *   next hop: one table lookup ...... nexthop.c  dp_next_hop
  *     -> the TUN or a VM port ....... rx.c       deliver (TCP coalesced), dp_rx_flush
- *                                     worker.c   wg_worker_tun_write
- *                                     worker_port.c  wg_worker_port_output
- *     -> another host's VM .......... mesh/path.c    wg_mesh_transit
+ *                                     worker.c   dp_tun_write
+ *                                     worker_port.c  dp_port_output
+ *     -> another host's VM .......... mesh/path.c    mesh_transit
  *
  * Packets the mesh thread releases come back through worker 0 (rx.c
  * dp_rx_mesh_released): to nexthop.c once their destination is known, or
  * delivered once their source checked out; a packet parked there has its
  * header read again.
  *
- * A packet handed on is the callee's: dp_send, wg_worker_route,
- * wg_send_to_peer, wg_worker_port_output, wg_worker_host_output and
- * wg_worker_tun_write consume what they are given, drops included. Two
+ * A packet handed on is the callee's: dp_send, dp_route,
+ * wg_send_to_peer, dp_port_output, dp_host_output and
+ * dp_tun_write consume what they are given, drops included. Two
  * kinds of call keep the caller's packet, as they copy what they keep or
  * take a reference of their own: the mesh's queues (mesh/mesh.h) and a port
  * type's write (struct dp_port_io). */
@@ -54,22 +54,22 @@
 #include <stdint.h>
 
 struct wg_device;
-struct wg_worker;
+struct dp_worker;
 
 /* Worker id serves TUN queue tun_fd and socket pair id, pinned to cpu
- * (-1: not pinned). 0 or -errno. The worker runs until wg_worker_stop. */
-int wg_worker_start(struct wg_device *dev, int id, int tun_fd, int cpu, struct wg_worker **out);
+ * (-1: not pinned). 0 or -errno. The worker runs until dp_worker_stop. */
+int dp_worker_start(struct wg_device *dev, int id, int tun_fd, int cpu, struct dp_worker **out);
 /* Wakes the worker to notice new sockets or a stop. */
-void wg_worker_kick(struct wg_worker *w);
-void wg_worker_stop(struct wg_worker *w);
+void dp_worker_kick(struct dp_worker *w);
+void dp_worker_stop(struct dp_worker *w);
 
 /* What a worker has done, for the metrics (read from any thread). The
  * average batch is completions / turns. */
-struct wg_worker_counters {
+struct dp_worker_counters {
 	uint64_t turns;       /* loop turns that handled completions */
 	uint64_t completions; /* io_uring completions handled */
 	bool gso;             /* still sending with UDP GSO (off after an EIO) */
 };
-void wg_worker_read_counters(struct wg_worker *w, struct wg_worker_counters *c);
+void dp_worker_read_counters(struct dp_worker *w, struct dp_worker_counters *c);
 
 #endif

@@ -56,7 +56,7 @@ _Static_assert((int)PORT_L2_LEN <= (int)WG_PKT_FRONT, "buffers leave room for a 
 
 /* This worker's queue of a VM port. */
 struct wport {
-	struct wg_port *port; /* a reference, dropped when retired and idle */
+	struct port *port; /* a reference, dropped when retired and idle */
 	const struct dp_port_io *io;
 	int fd;               /* tap: this worker's queue */
 	unsigned int reads;   /* armed reads */
@@ -102,7 +102,7 @@ struct op {
 };
 
 /* Owned by the worker thread alone, but for wake_fd (anyone may kick). */
-struct wg_worker {
+struct dp_worker {
 	struct wg_tx tx;      /* the tx callbacks find the worker through it */
 	struct wg_device *dev;
 	int id;
@@ -119,8 +119,8 @@ struct wg_worker {
 	struct send_batch *batches;
 	struct send_batch *free_batches;
 	unsigned int batches_carved;
-	struct wg_pktpool big;      /* 64 KiB reads and coalesced writes */
-	struct wg_pktpool small;    /* single packets */
+	struct dp_pktpool big;      /* 64 KiB reads and coalesced writes */
+	struct dp_pktpool small;    /* single packets */
 	bool trimmed;               /* pools trimmed since the last traffic */
 	struct wg_pkt *gro_spare;   /* a big buffer for the next TCP packet */
 	struct tun_gro gro;         /* this batch's coalescing table */
@@ -138,52 +138,52 @@ struct wg_worker {
 	uint64_t ports_gen;
 	bool gso;
 	bool dead_tun;
-	_Atomic uint64_t turns, completions; /* wg_worker_read_counters */
+	_Atomic uint64_t turns, completions; /* dp_worker_read_counters */
 };
 
 enum { POOL_BIG = 1, POOL_SMALL = 2 };
 
-static inline struct wg_pkt *pkt_get(struct wg_worker *w)
+static inline struct wg_pkt *pkt_get(struct dp_worker *w)
 {
-	return wg_pktpool_get(&w->big);
+	return dp_pktpool_get(&w->big);
 }
 
 /* A buffer for one packet of inner length len: small when it fits. */
-static inline struct wg_pkt *pkt_get_for(struct wg_worker *w, uint32_t len)
+static inline struct wg_pkt *pkt_get_for(struct dp_worker *w, uint32_t len)
 {
 	if (WG_PKT_FRONT + len + WG_PKT_TAILROOM <= SMALL_CAP - sizeof(struct wg_pkt))
-		return wg_pktpool_get(&w->small);
-	return wg_pktpool_get(&w->big);
+		return dp_pktpool_get(&w->small);
+	return dp_pktpool_get(&w->big);
 }
 
-static inline void pkt_put(struct wg_worker *w, struct wg_pkt *p)
+static inline void pkt_put(struct dp_worker *w, struct wg_pkt *p)
 {
 	if (--p->refs)
 		return;
 	if (!p->pooled)
 		free(p);
 	else
-		wg_pktpool_put(p->pool_id == POOL_SMALL ? &w->small : &w->big, p);
+		dp_pktpool_put(p->pool_id == POOL_SMALL ? &w->small : &w->big, p);
 }
 
 /* worker.c: the core */
 
-struct op *wg_worker_prepare(struct wg_worker *w, enum op_type type, struct io_uring_sqe **sqe);
+struct op *dp_prepare(struct dp_worker *w, enum op_type type, struct io_uring_sqe **sqe);
 /* Both consume p. */
-void wg_worker_tun_write(struct wg_worker *w, struct wg_pkt *p, uint8_t *data, uint32_t len);
-void wg_worker_host_output(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t len);
-unsigned int wg_worker_split_super(struct wg_worker *w, struct wg_pkt *p,
-				   const struct tun_offload_info *info, enum port_drop *why);
+void dp_tun_write(struct dp_worker *w, struct wg_pkt *p, uint8_t *data, uint32_t len);
+void dp_host_output(struct dp_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t len);
+unsigned int dp_split_super(struct dp_worker *w, struct wg_pkt *p,
+			    const struct tun_offload_info *info, enum port_drop *why);
 
 /* rx.c: the receive direction */
 
 /* A completed UDP receive of len bytes into op's packet (one datagram, or
  * a GRO run of them). */
-void dp_rx_udp(struct wg_worker *w, struct op *op, uint32_t len);
+void dp_rx_udp(struct dp_worker *w, struct op *op, uint32_t len);
 /* Worker 0: the packets the mesh thread released. */
-void dp_rx_mesh_released(struct wg_worker *w);
+void dp_rx_mesh_released(struct dp_worker *w);
 /* End of a batch: writes the coalesced TCP packets out. */
-void dp_rx_flush(struct wg_worker *w);
+void dp_rx_flush(struct dp_worker *w);
 
 /* nexthop.c: the next hop */
 
@@ -201,7 +201,7 @@ struct dp_hop {
 	enum dp_egress to;
 	struct rt_hop *hop;     /* the table's entry, NULL for the host */
 	struct wg_peer *peer;   /* DP_TO_PEER, DP_TO_REMOTE */
-	struct wg_port *port;   /* DP_TO_PORT */
+	struct port *port;   /* DP_TO_PORT */
 	int family;             /* the destination, as given */
 	const uint8_t *dst;
 };
@@ -209,19 +209,19 @@ struct dp_hop {
 /* The one decision of a packet's egress: one table lookup on dst, which
  * the caller parsed where the packet entered. Device lock held shared, as
  * long as *h is used. */
-void dp_next_hop(struct wg_worker *w, int family, const uint8_t *dst, struct dp_hop *h);
+void dp_next_hop(struct dp_worker *w, int family, const uint8_t *dst, struct dp_hop *h);
 /* Packets that share one destination (one packet, or the segments of one
  * super-packet), from the host, a VM or the mesh's queues, to h: to their
  * peer (a static allowed IP or a learned location), a VM port, or the
  * mesh's discovery. What matches nothing is the host's: from a VM it goes
  * to the host (unrouted_to_host), from the host it is dropped. Consumes
  * them. */
-void dp_send(struct wg_worker *w, const struct dp_hop *h, struct wg_pkt **pkts, unsigned int n,
+void dp_send(struct dp_worker *w, const struct dp_hop *h, struct wg_pkt **pkts, unsigned int n,
 	     bool unrouted_to_host);
 /* dp_next_hop on the destination read from pkts[0], then dp_send: for
  * packets from the TUN and the mesh's queues. Consumes them. */
-void wg_worker_route(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n,
-		     bool unrouted_to_host);
+void dp_route(struct dp_worker *w, struct wg_pkt **pkts, unsigned int n,
+	      bool unrouted_to_host);
 
 /* worker_port.c, port_tap.c, port_vhost.c: the VM ports */
 
@@ -231,33 +231,33 @@ void wg_worker_route(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n,
  * through the TUN. A hook left NULL does nothing. */
 struct dp_port_io {
 	/* Whether worker w serves a queue of the port. */
-	bool (*serves)(const struct wg_worker *w, const struct wg_port *port);
+	bool (*serves)(const struct dp_worker *w, const struct port *port);
 	/* wp is new to the worker, or the port's queues changed. */
-	void (*follow)(struct wg_worker *w, struct wport *wp);
+	void (*follow)(struct dp_worker *w, struct wport *wp);
 	/* wp is retired: the reads armed on it are cancelled. */
-	void (*retire)(struct wg_worker *w, struct wport *wp);
+	void (*retire)(struct dp_worker *w, struct wport *wp);
 	/* Tops up the reads armed on wp (tso_reads: of super-packet size). */
-	void (*arm)(struct wg_worker *w, struct wport *wp, unsigned int tso_reads);
+	void (*arm)(struct dp_worker *w, struct wport *wp, unsigned int tso_reads);
 	/* Whether the VM takes a frame with virtio-net header h whole (else
 	 * it gets the packet split); NULL: always. */
 	bool (*takes)(const struct wport *wp, const struct tun_vnet_hdr *h);
 	/* Sends the Ethernet frame[0, len) in p, with header h, to the VM;
 	 * there are PORT_VNET_LEN bytes of room in front of frame. p stays
 	 * the caller's. */
-	void (*write)(struct wg_worker *w, struct wport *wp, struct wg_pkt *p,
+	void (*write)(struct dp_worker *w, struct wport *wp, struct wg_pkt *p,
 		      const struct tun_vnet_hdr *h, uint8_t *frame, uint32_t len);
 	/* An operation on wp (op->wport) completed with res. */
-	void (*completed)(struct wg_worker *w, struct op *op, int res);
+	void (*completed)(struct dp_worker *w, struct op *op, int res);
 };
 
 extern const struct dp_port_io dp_tap_io, dp_vhost_io;
 
-void wg_worker_follow_ports(struct wg_worker *w);
-void wport_release(struct wg_worker *w, struct wport *wp);
-void wport_received(struct wg_worker *w, struct wport *wp, struct wg_pkt *p, uint32_t res);
+void dp_follow_ports(struct dp_worker *w);
+void wport_release(struct dp_worker *w, struct wport *wp);
+void wport_received(struct dp_worker *w, struct wport *wp, struct wg_pkt *p, uint32_t res);
 /* The IP packet ip[0, len) of p to the VM of port, with vnet (a super-packet)
  * or NULL. Consumes p. */
-void wg_worker_port_output(struct wg_worker *w, struct wg_port *port, struct wg_pkt *p,
-			   uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet);
+void dp_port_output(struct dp_worker *w, struct port *port, struct wg_pkt *p,
+		    uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet);
 
 #endif

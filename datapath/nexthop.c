@@ -11,7 +11,7 @@
 #include "wg/peer.h"
 #include "wg/send.h"
 
-void dp_next_hop(struct wg_worker *w, int family, const uint8_t *dst, struct dp_hop *h)
+void dp_next_hop(struct dp_worker *w, int family, const uint8_t *dst, struct dp_hop *h)
 {
 	struct rt_hop *hop = rt_lookup(w->dev->allowed_ips, family, dst);
 
@@ -30,18 +30,18 @@ void dp_next_hop(struct wg_worker *w, int family, const uint8_t *dst, struct dp_
 		break;
 	case RT_HOP_PORT:
 		h->to = DP_TO_PORT;
-		h->port = wg_port_from_hop(hop);
+		h->port = port_from_hop(hop);
 		break;
 	}
 }
 
-static void put_all(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n)
+static void put_all(struct dp_worker *w, struct wg_pkt **pkts, unsigned int n)
 {
 	for (unsigned int i = 0; i < n; i++)
 		pkt_put(w, pkts[i]);
 }
 
-void dp_send(struct wg_worker *w, const struct dp_hop *h, struct wg_pkt **pkts, unsigned int n,
+void dp_send(struct dp_worker *w, const struct dp_hop *h, struct wg_pkt **pkts, unsigned int n,
 	     bool unrouted_to_host)
 {
 	struct wg_device *dev = w->dev;
@@ -58,12 +58,12 @@ void dp_send(struct wg_worker *w, const struct dp_hop *h, struct wg_pkt **pkts, 
 		wg_stat_add(&dev->stats, drop_no_route, n); /* known to be nowhere */
 		break;
 	case DP_TO_MISS:
-		wg_mesh_miss(dev, pkts, n, h->family, h->dst);
+		mesh_miss(dev, pkts, n, h->family, h->dst);
 		break;
 	case DP_TO_PORT:
 		for (unsigned int i = 0; i < n; i++)
-			wg_worker_port_output(w, h->port, pkts[i], wg_pkt_payload(pkts[i]),
-					      pkts[i]->len, NULL);
+			dp_port_output(w, h->port, pkts[i], wg_pkt_payload(pkts[i]),
+				       pkts[i]->len, NULL);
 		return;
 	case DP_TO_HOST:
 		if (!unrouted_to_host) {
@@ -71,14 +71,14 @@ void dp_send(struct wg_worker *w, const struct dp_hop *h, struct wg_pkt **pkts, 
 			break;
 		}
 		for (unsigned int i = 0; i < n; i++)
-			wg_worker_host_output(w, pkts[i], wg_pkt_payload(pkts[i]), pkts[i]->len);
+			dp_host_output(w, pkts[i], wg_pkt_payload(pkts[i]), pkts[i]->len);
 		return;
 	}
 	put_all(w, pkts, n);
 }
 
-void wg_worker_route(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n,
-		     bool unrouted_to_host)
+void dp_route(struct dp_worker *w, struct wg_pkt **pkts, unsigned int n,
+	      bool unrouted_to_host)
 {
 	const uint8_t *dst;
 	int family = frame_ip_destination(wg_pkt_payload(pkts[0]), pkts[0]->len, &dst);

@@ -6,11 +6,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-int wg_pktpool_init(struct wg_pktpool *pool, uint8_t id, unsigned int count, size_t cap)
+int dp_pktpool_init(struct dp_pktpool *pool, uint8_t id, unsigned int count, size_t cap)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
-	*pool = (struct wg_pktpool){ .id = id, .count = count };
+	*pool = (struct dp_pktpool){ .id = id, .count = count };
 	/* Whole pages per slot, so a free slot can be trimmed on its own. */
 	pool->slot = (sizeof(struct wg_pkt) + cap + page - 1) & ~(page - 1);
 	pool->free = calloc(count, sizeof(*pool->free));
@@ -18,13 +18,13 @@ int wg_pktpool_init(struct wg_pktpool *pool, uint8_t id, unsigned int count, siz
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (!pool->free || pool->base == MAP_FAILED) {
 		pool->base = NULL;
-		wg_pktpool_destroy(pool);
+		dp_pktpool_destroy(pool);
 		return -ENOMEM;
 	}
 	return 0;
 }
 
-void wg_pktpool_destroy(struct wg_pktpool *pool)
+void dp_pktpool_destroy(struct dp_pktpool *pool)
 {
 	if (pool->base)
 		munmap(pool->base, pool->slot * pool->count);
@@ -33,7 +33,7 @@ void wg_pktpool_destroy(struct wg_pktpool *pool)
 	pool->free = NULL;
 }
 
-struct wg_pkt *wg_pktpool_get(struct wg_pktpool *pool)
+struct wg_pkt *dp_pktpool_get(struct dp_pktpool *pool)
 {
 	struct wg_pkt *p;
 
@@ -58,12 +58,12 @@ struct wg_pkt *wg_pktpool_get(struct wg_pktpool *pool)
 	return p;
 }
 
-void wg_pktpool_put(struct wg_pktpool *pool, struct wg_pkt *p)
+void dp_pktpool_put(struct dp_pktpool *pool, struct wg_pkt *p)
 {
 	pool->free[pool->n_free++] = p;
 }
 
-void wg_pktpool_trim(struct wg_pktpool *pool)
+void dp_pktpool_trim(struct dp_pktpool *pool)
 {
 	/* The stack's bottom is reused last, so trimmed slots stay there. */
 	for (unsigned int i = pool->trimmed; i < pool->n_free; i++)

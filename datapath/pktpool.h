@@ -10,7 +10,7 @@
 
 #include "wg/packet.h"
 
-struct wg_pktpool {
+struct dp_pktpool {
 	uint8_t *base;
 	size_t slot;             /* bytes per slot, a multiple of the page size */
 	unsigned int count;      /* slots in the mapping */
@@ -22,22 +22,22 @@ struct wg_pktpool {
 };
 
 /* Slots large enough for cap bytes of packet data; 0 or -ENOMEM. */
-int wg_pktpool_init(struct wg_pktpool *pool, uint8_t id, unsigned int count, size_t cap);
-void wg_pktpool_destroy(struct wg_pktpool *pool);
+int dp_pktpool_init(struct dp_pktpool *pool, uint8_t id, unsigned int count, size_t cap);
+void dp_pktpool_destroy(struct dp_pktpool *pool);
 /* A buffer with refs 1 and the payload at WG_PKT_HEADROOM; NULL when empty. */
-struct wg_pkt *wg_pktpool_get(struct wg_pktpool *pool);
-void wg_pktpool_put(struct wg_pktpool *pool, struct wg_pkt *p);
+struct wg_pkt *dp_pktpool_get(struct dp_pktpool *pool);
+void dp_pktpool_put(struct dp_pktpool *pool, struct wg_pkt *p);
 /* Whether a get would succeed. */
-static inline int wg_pktpool_available(const struct wg_pktpool *pool)
+static inline int dp_pktpool_available(const struct dp_pktpool *pool)
 {
 	return pool->n_free || pool->carved < pool->count;
 }
 /* How many gets would succeed. */
-static inline unsigned int wg_pktpool_room(const struct wg_pktpool *pool)
+static inline unsigned int dp_pktpool_room(const struct dp_pktpool *pool)
 {
 	return pool->n_free + (pool->count - pool->carved);
 }
 /* Gives the pages of every free slot back to the kernel. */
-void wg_pktpool_trim(struct wg_pktpool *pool);
+void dp_pktpool_trim(struct dp_pktpool *pool);
 
 #endif

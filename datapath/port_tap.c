@@ -8,25 +8,25 @@
 #include "wg/device.h"
 #include "wg/log.h"
 
-static bool tap_serves(const struct wg_worker *w, const struct wg_port *port)
+static bool tap_serves(const struct dp_worker *w, const struct port *port)
 {
 	return port->n_fds > w->id;
 }
 
-static void tap_retire(struct wg_worker *w, struct wport *wp)
+static void tap_retire(struct dp_worker *w, struct wport *wp)
 {
 	struct io_uring_sqe *sqe;
 
-	if (wp->reads && wg_worker_prepare(w, OP_CANCEL, &sqe))
+	if (wp->reads && dp_prepare(w, OP_CANCEL, &sqe))
 		io_uring_prep_cancel_fd(sqe, wp->fd, IORING_ASYNC_CANCEL_ALL);
 }
 
-static bool tap_arm_read(struct wg_worker *w, struct wport *wp)
+static bool tap_arm_read(struct dp_worker *w, struct wport *wp)
 {
 	struct io_uring_sqe *sqe;
 	/* With TSO a frame may be a 64 KiB super-packet. */
 	struct wg_pkt *p = wp->port->offload ? pkt_get(w) : pkt_get_for(w, wp->port->cfg.mtu);
-	struct op *op = p ? wg_worker_prepare(w, OP_PORT_READ, &sqe) : NULL;
+	struct op *op = p ? dp_prepare(w, OP_PORT_READ, &sqe) : NULL;
 
 	if (!op) {
 		if (p)
@@ -43,7 +43,7 @@ static bool tap_arm_read(struct wg_worker *w, struct wport *wp)
 	return true;
 }
 
-static void tap_arm(struct wg_worker *w, struct wport *wp, unsigned int tso_reads)
+static void tap_arm(struct dp_worker *w, struct wport *wp, unsigned int tso_reads)
 {
 	while (!wp->dead && wp->reads < (wp->port->offload ? tso_reads : PORT_READS) &&
 	       tap_arm_read(w, wp))
@@ -52,12 +52,12 @@ static void tap_arm(struct wg_worker *w, struct wport *wp, unsigned int tso_read
 
 /* Writes the frame behind its virtio-net header h; p stays referenced
  * until the write is done. */
-static void tap_write(struct wg_worker *w, struct wport *wp, struct wg_pkt *p,
+static void tap_write(struct dp_worker *w, struct wport *wp, struct wg_pkt *p,
 		      const struct tun_vnet_hdr *h, uint8_t *frame, uint32_t len)
 {
 	struct port_counters *c = &wp->port->counters;
 	struct io_uring_sqe *sqe;
-	struct op *op = wg_worker_prepare(w, OP_PORT_WRITE, &sqe);
+	struct op *op = dp_prepare(w, OP_PORT_WRITE, &sqe);
 
 	if (!op) {
 		port_count_drop(c, PORT_DROP_no_buffer);
@@ -73,7 +73,7 @@ static void tap_write(struct wg_worker *w, struct wport *wp, struct wg_pkt *p,
 	port_count(c, tx_bytes, len);
 }
 
-static void tap_completed(struct wg_worker *w, struct op *op, int res)
+static void tap_completed(struct dp_worker *w, struct op *op, int res)
 {
 	struct wport *wp = op->wport;
 	struct wg_pkt *p = op->pkt;

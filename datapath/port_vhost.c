@@ -29,11 +29,11 @@ static bool vhost_takes(const struct wport *wp, const struct tun_vnet_hdr *h)
 /* Places one frame (with its virtio-net header h) in the guest's RX ring
  * of this worker's queue pair, under that ring's lock (workers share the
  * guest's queues when it has fewer than there are workers). */
-static void vhost_write(struct wg_worker *w, struct wport *wp, struct wg_pkt *p,
+static void vhost_write(struct dp_worker *w, struct wport *wp, struct wg_pkt *p,
 			const struct tun_vnet_hdr *h, uint8_t *frame, uint32_t len)
 {
-	struct wg_port *port = wp->port;
-	struct wg_vhost *v = port->vhost;
+	struct port *port = wp->port;
+	struct port_vhost *v = port->vhost;
 	unsigned int pairs = vhu_ring_count(&v->vdev) / 2, q = pairs ? (unsigned int)w->id % pairs : 0;
 	struct virtq *vq;
 	bool notify = false;
@@ -55,7 +55,7 @@ static void vhost_write(struct wg_worker *w, struct wport *wp, struct wg_pkt *p,
 		port_count(&port->counters, tx_bytes, len);
 	} else if (r == -EIO) {
 		port_count_drop(&port->counters, PORT_DROP_tx_error);
-		wg_vhost_report_broken(port);
+		port_vhost_report_broken(port);
 	} else {
 		port_count_drop(&port->counters, r == -EMSGSIZE ? PORT_DROP_too_big : PORT_DROP_no_buffer);
 	}
@@ -77,7 +77,7 @@ static struct virtq *vhost_tx_ring(struct wport *wp, unsigned int q)
  * number would then land on that file. So the read goes to a duplicate that
  * the operation owns and closes when it is put back (op_put); nobody else
  * can close it, and once submitted the kernel holds the file itself. */
-static void vhost_arm_kick(struct wg_worker *w, struct wport *wp, unsigned int q)
+static void vhost_arm_kick(struct dp_worker *w, struct wport *wp, unsigned int q)
 {
 	struct io_uring_sqe *sqe;
 	struct op *op;
@@ -88,7 +88,7 @@ static void vhost_arm_kick(struct wg_worker *w, struct wport *wp, unsigned int q
 				wp->port->cfg.name, 2 * q + 1, strerror(errno));
 		return;
 	}
-	op = wg_worker_prepare(w, OP_VHOST_KICK, &sqe);
+	op = dp_prepare(w, OP_VHOST_KICK, &sqe);
 	if (!op) {
 		close(fd);
 		return;
@@ -102,10 +102,10 @@ static void vhost_arm_kick(struct wg_worker *w, struct wport *wp, unsigned int q
 }
 
 /* Comes back to ring q at the next loop turn (a no-op's completion). */
-static void vhost_schedule_drain(struct wg_worker *w, struct wport *wp, unsigned int q)
+static void vhost_schedule_drain(struct dp_worker *w, struct wport *wp, unsigned int q)
 {
 	struct io_uring_sqe *sqe;
-	struct op *op = wg_worker_prepare(w, OP_VHOST_DRAIN, &sqe);
+	struct op *op = dp_prepare(w, OP_VHOST_DRAIN, &sqe);
 
 	if (!op)
 		return;
@@ -117,7 +117,7 @@ static void vhost_schedule_drain(struct wg_worker *w, struct wport *wp, unsigned
 
 /* Takes the guest's frames from TX ring q, each into its own buffer with
  * its IP packet at WG_PKT_FRONT, as a tap read would have put it. */
-static void vhost_drain(struct wg_worker *w, struct wport *wp, unsigned int q)
+static void vhost_drain(struct dp_worker *w, struct wport *wp, unsigned int q)
 {
 	struct virtq *vq = vhost_tx_ring(wp, q);
 	struct port_counters *c = &wp->port->counters;
@@ -143,7 +143,7 @@ static void vhost_drain(struct wg_worker *w, struct wport *wp, unsigned int q)
 			if (got == -EIO) {
 				log_ratelimited(WG_LOG_ERROR, "port %s: guest broke TX ring %u: %s",
 						wp->port->cfg.name, q, vq->why ? vq->why : "?");
-				wg_vhost_report_broken(wp->port);
+				port_vhost_report_broken(wp->port);
 				return;
 			}
 			port_count_drop(c, got == -EMSGSIZE ? PORT_DROP_too_big : PORT_DROP_malformed);
@@ -164,14 +164,14 @@ static void vhost_drain(struct wg_worker *w, struct wport *wp, unsigned int q)
 /* The rings of a vhost-user port changed (or the port is new): drop the
  * kick reads armed on the old eventfds and arm them for the rings that are
  * ready now, draining each once in case the guest queued before. */
-static void vhost_follow(struct wg_worker *w, struct wport *wp)
+static void vhost_follow(struct dp_worker *w, struct wport *wp)
 {
 	unsigned int pairs = vhu_ring_count(&wp->port->vhost->vdev) / 2;
 
 	for (unsigned int q = 0; q < VHU_MAX_QUEUE_PAIRS; q++) {
 		struct io_uring_sqe *sqe;
 
-		if (wp->kick[q] && wg_worker_prepare(w, OP_CANCEL, &sqe))
+		if (wp->kick[q] && dp_prepare(w, OP_CANCEL, &sqe))
 			io_uring_prep_cancel(sqe, wp->kick[q], 0);
 		wp->kick[q] = NULL;
 		if (wp->retired || q >= pairs || q % (unsigned int)w->dev->n_workers != (unsigned int)w->id ||
@@ -182,7 +182,7 @@ static void vhost_follow(struct wg_worker *w, struct wport *wp)
 	}
 }
 
-static void vhost_completed(struct wg_worker *w, struct op *op, int res)
+static void vhost_completed(struct dp_worker *w, struct op *op, int res)
 {
 	struct wport *wp = op->wport;
 	unsigned int q = op->queue;
@@ -208,7 +208,7 @@ out:
 	wport_release(w, wp);
 }
 
-static bool vhost_serves(const struct wg_worker *w, const struct wg_port *port)
+static bool vhost_serves(const struct dp_worker *w, const struct port *port)
 {
 	return true; /* vhost_follow picks this worker's rings */
 }

@@ -30,7 +30,7 @@ static uint32_t gro_size(struct msghdr *msg)
 
 /* Writes this batch's coalesced TCP packets to the TUN or their VM, each
  * with the table's reference. */
-void dp_rx_flush(struct wg_worker *w)
+void dp_rx_flush(struct dp_worker *w)
 {
 	struct tun_gro_out out[TUN_GRO_MAX_ITEMS];
 	int n = tun_gro_finish(&w->gro, out, TUN_GRO_MAX_ITEMS);
@@ -39,11 +39,11 @@ void dp_rx_flush(struct wg_worker *w)
 		struct wg_pkt *p = out[i].cookie;
 
 		if (p->egress)
-			wg_worker_port_output(w, p->egress, p, out[i].data + TUN_VNET_HDR_LEN,
-					      (uint32_t)out[i].len - TUN_VNET_HDR_LEN,
-					      (const void *)out[i].data);
+			dp_port_output(w, p->egress, p, out[i].data + TUN_VNET_HDR_LEN,
+				       (uint32_t)out[i].len - TUN_VNET_HDR_LEN,
+				       (const void *)out[i].data);
 		else
-			wg_worker_tun_write(w, p, out[i].data, (uint32_t)out[i].len);
+			dp_tun_write(w, p, out[i].data, (uint32_t)out[i].len);
 	}
 }
 
@@ -52,8 +52,8 @@ void dp_rx_flush(struct wg_worker *w)
  * where the way out takes super-packets, and so does UDP for a TUN that
  * takes UDP GSO writes; anything else leaves from where it lies. The caller
  * keeps p: one buffer holds every datagram of a GRO run. */
-static void deliver(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t len,
-		    struct wg_port *port)
+static void deliver(struct dp_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t len,
+		    struct port *port)
 {
 	uint8_t proto = ip[0] >> 4 == 4 && len >= 20 ? ip[9] : ip[0] >> 4 == 6 && len >= 40 ? ip[6] : 0;
 	bool tcp = proto == IPPROTO_TCP;
@@ -76,9 +76,9 @@ static void deliver(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t
 	if (!coalesce || !spare) {
 		p->refs++; /* for the write, which consumes it */
 		if (port)
-			wg_worker_port_output(w, port, p, ip, len, NULL);
+			dp_port_output(w, port, p, ip, len, NULL);
 		else
-			wg_worker_host_output(w, p, ip, len);
+			dp_host_output(w, p, ip, len);
 		return;
 	}
 	memcpy(spare->data + WG_PKT_FRONT, ip, len);
@@ -97,20 +97,20 @@ static void deliver(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t
 /* Worker 0: packets the mesh thread released. Those it checked the source
  * of are delivered here as if just received; the others are routed, now
  * that their destination has a location. */
-void dp_rx_mesh_released(struct wg_worker *w)
+void dp_rx_mesh_released(struct dp_worker *w)
 {
 	struct wg_pkt_queue out, in;
 	struct wg_pkt *p;
 
-	wg_mesh_take_released(w->dev, &out, &in);
+	mesh_take_released(w->dev, &out, &in);
 	while ((p = wg_pkt_queue_pop(&out))) {
-		bool forwarded = p->egress == WG_MESH_FORWARDED;
+		bool forwarded = p->egress == MESH_FORWARDED;
 
 		p->egress = NULL;
-		if (forwarded && wg_mesh_forward(w->dev, p, &w->tx))
+		if (forwarded && mesh_forward(w->dev, p, &w->tx))
 			pkt_put(w, p);
 		else
-			wg_worker_route(w, &p, 1, false);
+			dp_route(w, &p, 1, false);
 	}
 	/* Parked packets: their header is read again (mesh/path.c keeps the
 	 * packet, not the parse). */
@@ -126,11 +126,11 @@ void dp_rx_mesh_released(struct wg_worker *w)
 	}
 }
 
-void dp_rx_udp(struct wg_worker *w, struct op *op, uint32_t len)
+void dp_rx_udp(struct dp_worker *w, struct op *op, uint32_t len)
 {
 	struct wg_pkt *p = op->pkt;
 	uint32_t seg = gro_size(&op->msg);
-	bool mesh = wg_mesh_enabled(w->dev); /* once per GRO run */
+	bool mesh = mesh_enabled(w->dev); /* once per GRO run */
 
 	if (!len) {
 		wg_stat_inc(&w->dev->stats, drop_malformed); /* an empty datagram */
@@ -150,7 +150,7 @@ void dp_rx_udp(struct wg_worker *w, struct op *op, uint32_t len)
 		if (v == WG_RX_DONE)
 			continue;
 		if (mesh) {
-			if (!wg_mesh_receive(w->dev, &rx, v))
+			if (!mesh_receive(w->dev, &rx, v))
 				continue;
 		} else if (v == WG_RX_FOREIGN) {
 			wg_receive_reject(w->dev);
@@ -159,7 +159,7 @@ void dp_rx_udp(struct wg_worker *w, struct op *op, uint32_t len)
 		inner = wg_receive_accept(w->dev, &rx);
 		dp_next_hop(w, rx.family, rx.dst, &h);
 		if (h.to == DP_TO_REMOTE || h.to == DP_TO_MISS)
-			wg_mesh_transit(w->dev, rx.peer, h.hop, ip, inner, &w->tx);
+			mesh_transit(w->dev, rx.peer, h.hop, ip, inner, &w->tx);
 		else
 			deliver(w, p, ip, inner, h.to == DP_TO_PORT ? h.port : NULL);
 	}

@@ -45,14 +45,14 @@
 #define UDP_GRO 104
 #endif
 
-static struct wg_worker *tx_worker(struct wg_tx *tx)
+static struct dp_worker *tx_worker(struct wg_tx *tx)
 {
-	return (struct wg_worker *)tx;
+	return (struct dp_worker *)tx;
 }
 
 /* Ops and batches are taken from their arrays in order the first time, so
  * only as many pages are touched as traffic ever needed. */
-static struct op *op_get(struct wg_worker *w, enum op_type type)
+static struct op *op_get(struct dp_worker *w, enum op_type type)
 {
 	struct op *op = w->free_ops;
 
@@ -70,12 +70,12 @@ static struct op *op_get(struct wg_worker *w, enum op_type type)
 	return op;
 }
 
-static bool ops_available(const struct wg_worker *w)
+static bool ops_available(const struct dp_worker *w)
 {
 	return w->free_ops || w->ops_carved < N_OPS;
 }
 
-static void op_put(struct wg_worker *w, struct op *op)
+static void op_put(struct dp_worker *w, struct op *op)
 {
 	if (op->owned_fd >= 0)
 		close(op->owned_fd);
@@ -86,7 +86,7 @@ static void op_put(struct wg_worker *w, struct op *op)
 	w->ops_in_use--;
 }
 
-static struct io_uring_sqe *sqe_get(struct wg_worker *w)
+static struct io_uring_sqe *sqe_get(struct dp_worker *w)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&w->ring);
 
@@ -98,7 +98,7 @@ static struct io_uring_sqe *sqe_get(struct wg_worker *w)
 }
 
 /* An op with an SQE, or NULL (nothing taken) when either pool is dry. */
-struct op *wg_worker_prepare(struct wg_worker *w, enum op_type type, struct io_uring_sqe **sqe)
+struct op *dp_prepare(struct dp_worker *w, enum op_type type, struct io_uring_sqe **sqe)
 {
 	struct op *op = op_get(w, type);
 
@@ -113,11 +113,11 @@ struct op *wg_worker_prepare(struct wg_worker *w, enum op_type type, struct io_u
 	return op;
 }
 
-static void arm_tun_read(struct wg_worker *w)
+static void arm_tun_read(struct dp_worker *w)
 {
 	struct io_uring_sqe *sqe;
 	struct wg_pkt *p = pkt_get(w);
-	struct op *op = p ? wg_worker_prepare(w, OP_TUN_READ, &sqe) : NULL;
+	struct op *op = p ? dp_prepare(w, OP_TUN_READ, &sqe) : NULL;
 
 	if (!op) {
 		if (p)
@@ -134,11 +134,11 @@ static void arm_tun_read(struct wg_worker *w)
 	w->tun_reads++;
 }
 
-static void arm_udp_recv(struct wg_worker *w, struct wsock *s)
+static void arm_udp_recv(struct dp_worker *w, struct wsock *s)
 {
 	struct io_uring_sqe *sqe;
 	struct wg_pkt *p = pkt_get(w);
-	struct op *op = p ? wg_worker_prepare(w, OP_UDP_RECV, &sqe) : NULL;
+	struct op *op = p ? dp_prepare(w, OP_UDP_RECV, &sqe) : NULL;
 
 	if (!op) {
 		if (p)
@@ -163,15 +163,15 @@ static void arm_udp_recv(struct wg_worker *w, struct wsock *s)
 	s->inflight++;
 }
 
-static void arm_wake(struct wg_worker *w)
+static void arm_wake(struct dp_worker *w)
 {
 	struct io_uring_sqe *sqe;
 
-	if (wg_worker_prepare(w, OP_WAKE, &sqe))
+	if (dp_prepare(w, OP_WAKE, &sqe))
 		io_uring_prep_read(sqe, w->wake_fd, &w->wake_val, sizeof(w->wake_val), 0);
 }
 
-static void drop_tx(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n)
+static void drop_tx(struct dp_worker *w, struct wg_pkt **pkts, unsigned int n)
 {
 	wg_stat_add(&w->dev->stats, drop_tx_error, n);
 	for (unsigned int i = 0; i < n; i++)
@@ -179,7 +179,7 @@ static void drop_tx(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n)
 }
 
 /* One sendmsg for pkts[0, n): equal sizes but for a shorter last one. */
-static void send_run(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n, uint32_t seg)
+static void send_run(struct dp_worker *w, struct wg_pkt **pkts, unsigned int n, uint32_t seg)
 {
 	struct wsock *s = pkts[0]->addr.sa.sa_family == AF_INET6 ? w->cur6 : w->cur4;
 	struct send_batch *b = w->free_batches;
@@ -190,7 +190,7 @@ static void send_run(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n, 
 		b = &w->batches[w->batches_carved++];
 	else if (b)
 		w->free_batches = b->next;
-	if (!s || !b || !(op = wg_worker_prepare(w, OP_UDP_SEND, &sqe))) {
+	if (!s || !b || !(op = dp_prepare(w, OP_UDP_SEND, &sqe))) {
 		if (b) {
 			b->next = w->free_batches;
 			w->free_batches = b;
@@ -226,7 +226,7 @@ static void send_run(struct wg_worker *w, struct wg_pkt **pkts, unsigned int n, 
 }
 
 /* Sends the batch's datagrams, grouping runs for GSO. */
-static void flush_tx(struct wg_worker *w)
+static void flush_tx(struct dp_worker *w)
 {
 	unsigned int i = 0, n = w->n_pending;
 
@@ -254,7 +254,7 @@ static void flush_tx(struct wg_worker *w)
 
 static void tx_emit(struct wg_tx *tx, struct wg_pkt *p)
 {
-	struct wg_worker *w = tx_worker(tx);
+	struct dp_worker *w = tx_worker(tx);
 
 	if (w->n_pending == PENDING_MAX)
 		flush_tx(w);
@@ -268,7 +268,7 @@ static void tx_release(struct wg_tx *tx, struct wg_pkt *p)
 
 /* Writes data[0, len) of p to the TUN, through the queue of its flow (see
  * tun_queue_for). Consumes p (released when the write is done). */
-void wg_worker_tun_write(struct wg_worker *w, struct wg_pkt *p, uint8_t *data, uint32_t len)
+void dp_tun_write(struct dp_worker *w, struct wg_pkt *p, uint8_t *data, uint32_t len)
 {
 	struct wg_device *dev = w->dev;
 	uint32_t hdr = w->vnet ? TUN_VNET_HDR_LEN : 0;
@@ -281,7 +281,7 @@ void wg_worker_tun_write(struct wg_worker *w, struct wg_pkt *p, uint8_t *data, u
 		if (fd < 0)
 			fd = w->tun_fd;
 	}
-	op = wg_worker_prepare(w, OP_TUN_WRITE, &sqe);
+	op = dp_prepare(w, OP_TUN_WRITE, &sqe);
 	if (!op) {
 		wg_stat_inc(&dev->stats, drop_no_buffer);
 		pkt_put(w, p);
@@ -291,7 +291,7 @@ void wg_worker_tun_write(struct wg_worker *w, struct wg_pkt *p, uint8_t *data, u
 	io_uring_prep_write(sqe, fd, data, len, 0);
 }
 
-static struct wsock *sock_add(struct wg_worker *w, int fd)
+static struct wsock *sock_add(struct dp_worker *w, int fd)
 {
 	if (fd < 0)
 		return NULL;
@@ -306,7 +306,7 @@ static struct wsock *sock_add(struct wg_worker *w, int fd)
 
 /* A retired socket is closed here, by its only user, once nothing of ours
  * is in flight on it. */
-static void sock_release(struct wg_worker *w, struct wsock *s)
+static void sock_release(struct dp_worker *w, struct wsock *s)
 {
 	if (s->retired && !s->inflight) {
 		close(s->fd);
@@ -314,20 +314,20 @@ static void sock_release(struct wg_worker *w, struct wsock *s)
 	}
 }
 
-static void sock_retire(struct wg_worker *w, struct wsock *s)
+static void sock_retire(struct dp_worker *w, struct wsock *s)
 {
 	struct io_uring_sqe *sqe;
 
 	if (!s)
 		return;
 	s->retired = true;
-	if (wg_worker_prepare(w, OP_CANCEL, &sqe))
+	if (dp_prepare(w, OP_CANCEL, &sqe))
 		io_uring_prep_cancel_fd(sqe, s->fd, IORING_ASYNC_CANCEL_ALL);
 	sock_release(w, s);
 }
 
 /* The control thread swapped the device's sockets (a new listen port). */
-static void follow_sockets(struct wg_worker *w)
+static void follow_sockets(struct dp_worker *w)
 {
 	struct wg_socket_pair *pair = &w->dev->sockets.pair[w->id];
 	int fd4 = atomic_load(&pair->fd4), fd6 = atomic_load(&pair->fd6);
@@ -343,7 +343,7 @@ static void follow_sockets(struct wg_worker *w)
 	}
 }
 
-static void tun_gone(struct wg_worker *w, int err)
+static void tun_gone(struct dp_worker *w, int err)
 {
 	if (w->dead_tun)
 		return;
@@ -357,13 +357,13 @@ static void tun_gone(struct wg_worker *w, int err)
 
 /* The host's own packet (from the TUN) at ip[0, len) of p, or one the host
  * must route for a VM, written to the TUN. Consumes p. */
-void wg_worker_host_output(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t len)
+void dp_host_output(struct dp_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t len)
 {
 	if (w->vnet) {
 		memset(ip - TUN_VNET_HDR_LEN, 0, TUN_VNET_HDR_LEN);
-		wg_worker_tun_write(w, p, ip - TUN_VNET_HDR_LEN, len + TUN_VNET_HDR_LEN);
+		dp_tun_write(w, p, ip - TUN_VNET_HDR_LEN, len + TUN_VNET_HDR_LEN);
 	} else {
-		wg_worker_tun_write(w, p, ip, len);
+		dp_tun_write(w, p, ip, len);
 	}
 }
 
@@ -371,8 +371,8 @@ void wg_worker_host_output(struct wg_worker *w, struct wg_pkt *p, uint8_t *ip, u
  * w->seg_pkts[0, n), the first in place, each packet at WG_PKT_FRONT of its
  * buffer. Returns n, or 0 when it was dropped (p and every segment
  * released), with *why no_buffer or malformed. */
-unsigned int wg_worker_split_super(struct wg_worker *w, struct wg_pkt *p,
-				   const struct tun_offload_info *info, enum port_drop *why)
+unsigned int dp_split_super(struct dp_worker *w, struct wg_pkt *p,
+			    const struct tun_offload_info *info, enum port_drop *why)
 {
 	unsigned int n = info->n_segs, i;
 
@@ -402,7 +402,7 @@ drop:
 
 /* A TUN read with a virtio-net header: finish the checksum or split the
  * super-packet into MTU-sized packets, then route them. */
-static void tun_read_vnet(struct wg_worker *w, struct wg_pkt *p, uint32_t res)
+static void tun_read_vnet(struct dp_worker *w, struct wg_pkt *p, uint32_t res)
 {
 	struct tun_offload_info info;
 	enum port_drop why;
@@ -413,16 +413,16 @@ static void tun_read_vnet(struct wg_worker *w, struct wg_pkt *p, uint32_t res)
 		pkt_put(w, p);
 		return;
 	}
-	n = wg_worker_split_super(w, p, &info, &why);
+	n = dp_split_super(w, p, &info, &why);
 	if (n)
-		wg_worker_route(w, w->seg_pkts, n, false);
+		dp_route(w, w->seg_pkts, n, false);
 	else if (why == PORT_DROP_no_buffer)
 		wg_stat_add(&w->dev->stats, drop_no_buffer, info.n_segs);
 	else
 		wg_stat_inc(&w->dev->stats, drop_malformed);
 }
 
-static void send_done(struct wg_worker *w, struct op *op, int res)
+static void send_done(struct dp_worker *w, struct op *op, int res)
 {
 	struct send_batch *b = op->batch;
 
@@ -443,7 +443,7 @@ static void send_done(struct wg_worker *w, struct op *op, int res)
 	sock_release(w, op->sock);
 }
 
-static void complete(struct wg_worker *w, struct op *op, int res)
+static void complete(struct dp_worker *w, struct op *op, int res)
 {
 	struct wg_device *dev = w->dev;
 	struct wg_pkt *p = op->pkt;
@@ -457,7 +457,7 @@ static void complete(struct wg_worker *w, struct op *op, int res)
 				break;
 			}
 			p->len = (uint32_t)res;
-			wg_worker_route(w, &p, 1, false);
+			dp_route(w, &p, 1, false);
 			break;
 		}
 		if (res < 0 && res != -EAGAIN && res != -EINTR && res != -ECANCELED)
@@ -503,7 +503,7 @@ static void complete(struct wg_worker *w, struct op *op, int res)
 	op_put(w, op);
 }
 
-static void refill(struct wg_worker *w)
+static void refill(struct dp_worker *w)
 {
 	struct wsock *cur[2] = { w->cur4, w->cur6 };
 
@@ -511,16 +511,16 @@ static void refill(struct wg_worker *w)
 	unsigned int tun_reads = TUN_READS;
 
 	if (w->vnet) {
-		unsigned int room = wg_pktpool_room(&w->small) / SEGS_PER_READ;
+		unsigned int room = dp_pktpool_room(&w->small) / SEGS_PER_READ;
 
 		if (room < tun_reads)
 			tun_reads = room ? room : 1;
 	}
 	if (!w->dead_tun)
-		while (w->tun_reads < tun_reads && wg_pktpool_available(&w->big) && ops_available(w))
+		while (w->tun_reads < tun_reads && dp_pktpool_available(&w->big) && ops_available(w))
 			arm_tun_read(w);
 	for (int i = 0; i < 2; i++)
-		while (cur[i] && cur[i]->recvs < UDP_RECVS && wg_pktpool_available(&w->big) &&
+		while (cur[i] && cur[i]->recvs < UDP_RECVS && dp_pktpool_available(&w->big) &&
 		       ops_available(w))
 			arm_udp_recv(w, cur[i]);
 	for (unsigned int i = 0; i < w->n_active; i++) {
@@ -536,7 +536,7 @@ static void refill(struct wg_worker *w)
 	}
 }
 
-static unsigned int reap(struct wg_worker *w)
+static unsigned int reap(struct dp_worker *w)
 {
 	struct io_uring_cqe *cqes[REAP_BATCH];
 	unsigned int n = io_uring_peek_batch_cqe(&w->ring, cqes, REAP_BATCH);
@@ -549,7 +549,7 @@ static unsigned int reap(struct wg_worker *w)
 
 /* Cancels everything and waits (boundedly) until the kernel is done with
  * our buffers. */
-static void drain(struct wg_worker *w)
+static void drain(struct dp_worker *w)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&w->ring);
 	struct __kernel_timespec ts = { .tv_sec = 0, .tv_nsec = 100 * 1000 * 1000 };
@@ -598,12 +598,12 @@ static void drain(struct wg_worker *w)
  * whole; a buffer under an armed read keeps its first page (its header)
  * and loses the rest, which the kernel refills with zero pages if data
  * ever lands there. */
-static void trim(struct wg_worker *w)
+static void trim(struct dp_worker *w)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
-	wg_pktpool_trim(&w->big);
-	wg_pktpool_trim(&w->small);
+	dp_pktpool_trim(&w->big);
+	dp_pktpool_trim(&w->small);
 	for (unsigned int i = 0; i < w->ops_carved; i++) {
 		struct op *op = &w->ops[i];
 
@@ -617,7 +617,7 @@ static void trim(struct wg_worker *w)
 
 static void *worker_thread(void *arg)
 {
-	struct wg_worker *w = arg;
+	struct dp_worker *w = arg;
 	struct wg_device *dev = w->dev;
 
 	if (w->cpu >= 0) {
@@ -652,7 +652,7 @@ static void *worker_thread(void *arg)
 		w->trimmed = false;
 		pthread_rwlock_rdlock(&dev->lock);
 		if (w->ports_gen != atomic_load(&dev->ports->gen))
-			wg_worker_follow_ports(w);
+			dp_follow_ports(w);
 		do {
 			n = reap(w);
 			reaped += n;
@@ -661,7 +661,7 @@ static void *worker_thread(void *arg)
 			atomic_fetch_add_explicit(&w->turns, 1, memory_order_relaxed);
 			atomic_fetch_add_explicit(&w->completions, reaped, memory_order_relaxed);
 		}
-		if (w->id == 0 && wg_mesh_has_released(dev))
+		if (w->id == 0 && mesh_has_released(dev))
 			dp_rx_mesh_released(w);
 		dp_rx_flush(w);
 		flush_tx(w);
@@ -678,20 +678,20 @@ static void *worker_thread(void *arg)
 	return NULL;
 }
 
-static void worker_free(struct wg_worker *w)
+static void worker_free(struct dp_worker *w)
 {
 	if (w->wake_fd >= 0)
 		close(w->wake_fd);
-	wg_pktpool_destroy(&w->big);
-	wg_pktpool_destroy(&w->small);
+	dp_pktpool_destroy(&w->big);
+	dp_pktpool_destroy(&w->small);
 	free(w->ops);
 	free(w->batches);
 	free(w);
 }
 
-int wg_worker_start(struct wg_device *dev, int id, int tun_fd, int cpu, struct wg_worker **out)
+int dp_worker_start(struct wg_device *dev, int id, int tun_fd, int cpu, struct dp_worker **out)
 {
-	struct wg_worker *w = calloc(1, sizeof(*w));
+	struct dp_worker *w = calloc(1, sizeof(*w));
 	struct io_uring_params params = { 0 };
 	int err;
 
@@ -717,8 +717,8 @@ int wg_worker_start(struct wg_device *dev, int id, int tun_fd, int cpu, struct w
 	tun_gro_init(&w->gro, false, dev->tun_uso);
 	w->wake_fd = eventfd(0, EFD_CLOEXEC);
 	if (!w->ops || !w->batches || w->wake_fd < 0 ||
-	    wg_pktpool_init(&w->big, POOL_BIG, BIG_POOL, WG_PKT_BUF_SIZE) ||
-	    wg_pktpool_init(&w->small, POOL_SMALL, SMALL_POOL, SMALL_CAP)) {
+	    dp_pktpool_init(&w->big, POOL_BIG, BIG_POOL, WG_PKT_BUF_SIZE) ||
+	    dp_pktpool_init(&w->small, POOL_SMALL, SMALL_POOL, SMALL_CAP)) {
 		worker_free(w);
 		return -ENOMEM;
 	}
@@ -738,14 +738,14 @@ int wg_worker_start(struct wg_device *dev, int id, int tun_fd, int cpu, struct w
 	return 0;
 }
 
-void wg_worker_read_counters(struct wg_worker *w, struct wg_worker_counters *c)
+void dp_worker_read_counters(struct dp_worker *w, struct dp_worker_counters *c)
 {
 	c->turns = atomic_load_explicit(&w->turns, memory_order_relaxed);
 	c->completions = atomic_load_explicit(&w->completions, memory_order_relaxed);
 	c->gso = __atomic_load_n(&w->gso, __ATOMIC_RELAXED);
 }
 
-void wg_worker_kick(struct wg_worker *w)
+void dp_worker_kick(struct dp_worker *w)
 {
 	uint64_t one = 1;
 
@@ -753,11 +753,11 @@ void wg_worker_kick(struct wg_worker *w)
 		log_error("cannot wake worker: %s", strerror(errno));
 }
 
-void wg_worker_stop(struct wg_worker *w)
+void dp_worker_stop(struct dp_worker *w)
 {
 	if (!w)
 		return;
-	wg_worker_kick(w);
+	dp_worker_kick(w);
 	pthread_join(w->thread, NULL);
 	io_uring_queue_exit(&w->ring);
 	for (int i = 0; i < MAX_SOCKS; i++)

@@ -14,7 +14,7 @@
 #include "wg/log.h"
 #include "wg/peer.h"
 
-static struct wport *wport_of(struct wg_worker *w, struct wg_port *port)
+static struct wport *wport_of(struct dp_worker *w, struct port *port)
 {
 	struct wport *wp = w->wports[port->slot];
 
@@ -23,24 +23,24 @@ static struct wport *wport_of(struct wg_worker *w, struct wg_port *port)
 
 /* A retired queue is let go by its only user once nothing of ours is in
  * flight on it. */
-void wport_release(struct wg_worker *w, struct wport *wp)
+void wport_release(struct dp_worker *w, struct wport *wp)
 {
 	if (wp->retired && !wp->inflight) {
-		wg_port_put(wp->port);
+		port_put(wp->port);
 		free(wp);
 	}
 }
 
 /* The data-path half of each port type; none for a port whose VM the host
  * kernel reaches (port_class.via_host). */
-static const struct dp_port_io *io_of(const struct wg_port *port)
+static const struct dp_port_io *io_of(const struct port *port)
 {
 	if (port->class->via_host)
 		return NULL;
 	return port->cfg.type == PORT_VHOST_USER ? &dp_vhost_io : &dp_tap_io;
 }
 
-static void wport_retire(struct wg_worker *w, struct wport *wp)
+static void wport_retire(struct dp_worker *w, struct wport *wp)
 {
 	wp->retired = true;
 	wp->io->retire(w, wp);
@@ -48,14 +48,14 @@ static void wport_retire(struct wg_worker *w, struct wport *wp)
 }
 
 /* The device's ports changed: serve the new ones, let go of the gone. */
-void wg_worker_follow_ports(struct wg_worker *w)
+void dp_follow_ports(struct dp_worker *w)
 {
 	struct wg_device *dev = w->dev;
 
 	w->ports_gen = atomic_load(&dev->ports->gen);
 	w->n_active = 0;
 	for (int i = 0; i < PORT_MAX; i++) {
-		struct wg_port *port = dev->ports->slot[i];
+		struct port *port = dev->ports->slot[i];
 		const struct dp_port_io *io = port ? io_of(port) : NULL;
 		struct wport *wp = w->wports[i];
 
@@ -70,7 +70,7 @@ void wg_worker_follow_ports(struct wg_worker *w)
 				log_error("worker %d: no memory to serve port %s", w->id, port->cfg.name);
 				continue;
 			}
-			wg_port_get(port);
+			port_get(port);
 			wp->port = port;
 			wp->io = io;
 			wp->fd = port->fds[w->id];
@@ -87,11 +87,11 @@ void wg_worker_follow_ports(struct wg_worker *w)
 /* A super-packet or checksum-offloaded packet for a VM that did not
  * negotiate taking it so: split, checksums done, one frame each. Consumes
  * p. */
-static void port_output_split(struct wg_worker *w, struct wport *wp, struct wg_pkt *p,
+static void port_output_split(struct dp_worker *w, struct wport *wp, struct wg_pkt *p,
 			      uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet)
 {
 	static const struct tun_vnet_hdr none;
-	struct wg_port *port = wp->port;
+	struct port *port = wp->port;
 	struct tun_offload_info info;
 	enum port_drop why;
 	unsigned int n;
@@ -102,7 +102,7 @@ static void port_output_split(struct wg_worker *w, struct wport *wp, struct wg_p
 		pkt_put(w, p);
 		return;
 	}
-	n = wg_worker_split_super(w, p, &info, &why);
+	n = dp_split_super(w, p, &info, &why);
 	if (!n)
 		port_count_drop(&port->counters, why);
 	for (unsigned int i = 0; i < n; i++) {
@@ -118,7 +118,7 @@ static void port_output_split(struct wg_worker *w, struct wport *wp, struct wg_p
 
 /* An attached port's VM gets the IP packet through the TUN, as the host's.
  * Consumes p. */
-static void attached_output(struct wg_worker *w, struct wg_port *port, struct wg_pkt *p,
+static void attached_output(struct dp_worker *w, struct port *port, struct wg_pkt *p,
 			    uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet)
 {
 	if (vnet && vnet->gso_type != VIRTIO_NET_HDR_GSO_NONE && !w->vnet) {
@@ -130,9 +130,9 @@ static void attached_output(struct wg_worker *w, struct wg_port *port, struct wg
 	port_count(&port->counters, tx_bytes, len);
 	if (vnet && w->vnet) {
 		memcpy(ip - TUN_VNET_HDR_LEN, vnet, TUN_VNET_HDR_LEN);
-		wg_worker_tun_write(w, p, ip - TUN_VNET_HDR_LEN, len + TUN_VNET_HDR_LEN);
+		dp_tun_write(w, p, ip - TUN_VNET_HDR_LEN, len + TUN_VNET_HDR_LEN);
 	} else {
-		wg_worker_host_output(w, p, ip, len);
+		dp_host_output(w, p, ip, len);
 	}
 }
 
@@ -140,8 +140,8 @@ static void attached_output(struct wg_worker *w, struct wg_port *port, struct wg
  * from the router in front, and a virtio-net header: vnet (a coalesced
  * super-packet's, whose offsets count from the IP header) or none. Consumes
  * p. */
-void wg_worker_port_output(struct wg_worker *w, struct wg_port *port, struct wg_pkt *p,
-			   uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet)
+void dp_port_output(struct dp_worker *w, struct port *port, struct wg_pkt *p,
+		    uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet)
 {
 	struct wport *wp = wport_of(w, port);
 	struct tun_vnet_hdr h = { 0 };
@@ -180,10 +180,10 @@ void wg_worker_port_output(struct wg_worker *w, struct wg_port *port, struct wg_
 
 /* ARP or ICMPv6 from the VM: true when the responder took it (answered,
  * consumed or dropped), false when it is for routing after all. */
-static bool port_neighbour(struct wg_worker *w, struct wport *wp, const uint8_t *frame,
+static bool port_neighbour(struct dp_worker *w, struct wport *wp, const uint8_t *frame,
 			   uint32_t len)
 {
-	struct wg_port *port = wp->port;
+	struct port *port = wp->port;
 	struct wg_pkt *r = pkt_get_for(w, NDP_REPLY_MAX);
 	enum ndp_verdict v;
 	size_t rlen = 0;
@@ -211,7 +211,7 @@ static bool port_neighbour(struct wg_worker *w, struct wport *wp, const uint8_t 
  * payload of p, with info from its virtio-net header (offsets from the IP
  * header), to h: another VM and the host's vnet TUN take it whole, a peer
  * or the mesh get it split. Consumes p. */
-static void send_offloaded(struct wg_worker *w, struct wport *in, struct wg_pkt *p,
+static void send_offloaded(struct dp_worker *w, struct wport *in, struct wg_pkt *p,
 			   const struct dp_hop *h, const struct tun_offload_info *info,
 			   const struct tun_vnet_hdr *vnet)
 {
@@ -220,12 +220,12 @@ static void send_offloaded(struct wg_worker *w, struct wport *in, struct wg_pkt 
 	unsigned int n;
 
 	if (h->to == DP_TO_PORT) {
-		wg_worker_port_output(w, h->port, p, pkt, p->len, vnet);
+		dp_port_output(w, h->port, p, pkt, p->len, vnet);
 	} else if (h->to == DP_TO_HOST && w->vnet) {
 		memcpy(pkt - TUN_VNET_HDR_LEN, vnet, TUN_VNET_HDR_LEN);
-		wg_worker_tun_write(w, p, pkt - TUN_VNET_HDR_LEN, p->len + TUN_VNET_HDR_LEN);
+		dp_tun_write(w, p, pkt - TUN_VNET_HDR_LEN, p->len + TUN_VNET_HDR_LEN);
 	} else {
-		n = wg_worker_split_super(w, p, info, &why);
+		n = dp_split_super(w, p, info, &why);
 		if (!n)
 			port_count_drop(&in->port->counters, why);
 		else
@@ -235,7 +235,7 @@ static void send_offloaded(struct wg_worker *w, struct wport *in, struct wg_pkt 
 
 /* A frame read from a VM's queue, behind its virtio-net header, with its IP
  * packet (if any) at the payload of p. Consumes p. */
-void wport_received(struct wg_worker *w, struct wport *wp, struct wg_pkt *p, uint32_t res)
+void wport_received(struct dp_worker *w, struct wport *wp, struct wg_pkt *p, uint32_t res)
 {
 	struct port_counters *c = &wp->port->counters;
 	uint8_t *frame = wg_pkt_payload(p) - FRAME_ETH_HLEN;

@@ -65,7 +65,7 @@ static void check_vm_request(const char *text, size_t len, bool with_port)
 static void check_set(const char *text, size_t len)
 {
 	struct mesh_text_set a, b;
-	struct wg_mesh_config cfg = { .mode = WG_MESH_MULTICAST };
+	struct mesh_config cfg = { .mode = MESH_MULTICAST };
 	char s[IP_PREFIX_STRLEN], *t = NULL;
 	const char *why = NULL;
 	size_t tl = 0;
@@ -89,11 +89,11 @@ static void check_set(const char *text, size_t len)
 	      a.n_prefixes == b.n_prefixes && same_list(a.prefixes, b.prefixes, a.n_prefixes));
 	free(t);
 	mesh_text_apply_set(&a, &cfg);
-	CHECK(cfg.mode == (a.has_mode ? a.mode : WG_MESH_MULTICAST));
+	CHECK(cfg.mode == (a.has_mode ? a.mode : MESH_MULTICAST));
 	CHECK(cfg.n_prefixes == a.n_prefixes);
 }
 
-static bool same_route(const struct wg_mesh_route *a, const struct wg_mesh_route *b)
+static bool same_route(const struct mesh_route *a, const struct mesh_route *b)
 {
 	return ip_prefix_equal(&a->prefix, &b->prefix) &&
 	       !memcmp(a->holder, b->holder, 32) && a->negative == b->negative && a->seq == b->seq;
@@ -128,7 +128,7 @@ static void check_show(const char *text, size_t len)
 
 static void check_config(const char *text, size_t len)
 {
-	struct wg_mesh_config a, b;
+	struct mesh_config a, b;
 	char s[IP_PREFIX_STRLEN], *t = NULL;
 	const char *why = NULL;
 	size_t tl = 0;
@@ -139,8 +139,8 @@ static void check_config(const char *text, size_t len)
 		CHECK(why && line >= 0);
 		return;
 	}
-	CHECK(line == 0 && mesh_text_mode_name(a.mode) && a.n_prefixes <= WG_MESH_MAX_PREFIXES);
-	CHECK(a.mode == WG_MESH_OFF || a.n_prefixes);
+	CHECK(line == 0 && mesh_text_mode_name(a.mode) && a.n_prefixes <= MESH_MAX_PREFIXES);
+	CHECK(a.mode == MESH_OFF || a.n_prefixes);
 	text_buf_printf(&tb, "[Mesh]\nMode = %s\n", mesh_text_mode_name(a.mode));
 	for (size_t i = 0; i < a.n_prefixes; i++) {
 		ip_prefix_format(&a.prefixes[i], s);

@@ -772,7 +772,7 @@ static void op_run(struct conn *c, struct input *in)
 			vq->broken ? " broken: " : "", vq->broken ? vq->why : "");
 	if (virtq_should_notify(vq))
 		CHECK(virtq_notify(vq) == 0);
-	/* A broken ring is a disconnect in production (wg_vhost_report_broken). */
+	/* A broken ring is a disconnect in production (port_vhost_report_broken). */
 	if (vq->broken)
 		reconnect(c);
 }

@@ -184,7 +184,7 @@ static void port_setup(void)
 	memcpy(cfg.prefixes[0].addr, addrs[3].addr, 16);
 	cfg.n_prefixes = 1;
 	cfg.mtu = 1500;
-	wg_port_ndp_config(&cfg, &ndp_cfg);
+	port_ndp_config(&cfg, &ndp_cfg);
 	CHECK(ndp_port_config_check(&ndp_cfg) == 0);
 }
 
@@ -310,7 +310,7 @@ static void check_routed(const uint8_t *frame, uint32_t len, const struct frame_
 	CHECK(hop == naive_lookup(family, ip->dst));
 }
 
-/* wg_worker_split_super with buffers of exactly the size pkt_get_for
+/* dp_split_super with buffers of exactly the size pkt_get_for
  * guarantees; checks the segments against the original. 0: dropped. */
 static unsigned int split_super(const struct tun_offload_info *info, enum port_drop *why)
 {
@@ -449,7 +449,7 @@ static void received(uint32_t res, bool tun_vnet)
 	if (offloaded) {
 		route_offloaded(frame, len, &ip, &info, tun_vnet);
 	} else {
-		/* wg_worker_route: the destination re-read from the packet. */
+		/* dp_route: the destination re-read from the packet. */
 		const uint8_t *dst;
 		int family = frame_ip_destination(wg_pkt_payload(pkt), pkt->len, &dst);
 		struct rt_hop *hop = family ? rt_lookup(table, family, dst) : NULL;

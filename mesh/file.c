@@ -15,7 +15,7 @@
 #include "wg/log.h"
 
 /* Same mode and the same prefixes, in any order. */
-static bool same_config(const struct wg_mesh_config *a, const struct wg_mesh_config *b)
+static bool same_config(const struct mesh_config *a, const struct mesh_config *b)
 {
 	if (a->mode != b->mode || a->n_prefixes != b->n_prefixes)
 		return false;
@@ -32,7 +32,7 @@ static bool same_config(const struct wg_mesh_config *a, const struct wg_mesh_con
 
 int mesh_file_apply(const char *path, struct wg_device *dev, char *summary, size_t summary_len)
 {
-	struct wg_mesh_config want, have;
+	struct mesh_config want, have;
 	const char *why = NULL;
 	char *text = NULL;
 	size_t cap = 0;
@@ -59,12 +59,12 @@ int mesh_file_apply(const char *path, struct wg_device *dev, char *summary, size
 			 why ? why : strerror(-err));
 		goto out;
 	}
-	wg_mesh_get(dev, &have, NULL);
+	mesh_get(dev, &have, NULL);
 	if (same_config(&want, &have)) {
 		snprintf(summary, summary_len, "mesh unchanged");
 		goto out;
 	}
-	err = wg_mesh_set(dev, &want);
+	err = mesh_set(dev, &want);
 	if (err) {
 		log_error("mesh file %s: %s", path, strerror(-err));
 		snprintf(summary, summary_len, "mesh file %s: %s", path, strerror(-err));

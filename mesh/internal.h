@@ -51,7 +51,7 @@ struct rate {
 	uint64_t cost, burst;
 };
 
-struct wg_mesh {
+struct mesh {
 	struct wg_device *dev;
 	_Atomic int mode;
 	struct rt_hop prefix_hop;           /* RT_HOP_MESH: the table's value of the prefixes */
@@ -60,7 +60,7 @@ struct wg_mesh {
 	pthread_cond_t cond;
 	pthread_t thread;
 	bool started, stop;
-	struct wg_mesh_config cfg;
+	struct mesh_config cfg;
 	struct mesh_loc **buckets;
 	size_t n_buckets, n_locs, n_located;
 	struct mesh_loc *timed;             /* pending and negative records */
@@ -74,7 +74,7 @@ struct wg_mesh {
 	struct rate solicit_rate, not_here_rate;
 #define MESH_COUNTER_FIELD(name) _Atomic uint64_t name;
 	struct {
-		WG_MESH_COUNTERS(MESH_COUNTER_FIELD)
+		MESH_COUNTERS(MESH_COUNTER_FIELD)
 	} c;
 #undef MESH_COUNTER_FIELD
 };
@@ -86,30 +86,30 @@ bool mesh_rate_take(struct rate *r, uint64_t now);
 /* The records (mesh/records.c). */
 size_t mesh_addr_len(int family);
 /* Whether addr lies in one of the mesh's prefixes. */
-bool mesh_in_prefixes(const struct wg_mesh *m, int family, const uint8_t *addr);
+bool mesh_in_prefixes(const struct mesh *m, int family, const uint8_t *addr);
 /* Mesh lock held: the record of an address, or NULL. */
-struct mesh_loc *mesh_loc_find(struct wg_mesh *m, int family, const uint8_t *addr, uint8_t cidr);
+struct mesh_loc *mesh_loc_find(struct mesh *m, int family, const uint8_t *addr, uint8_t cidr);
 /* Mesh lock held: the record of an address, made when missing (NULL: no
  * memory). */
-struct mesh_loc *mesh_loc_get(struct wg_mesh *m, int family, const uint8_t *addr, uint8_t cidr);
+struct mesh_loc *mesh_loc_get(struct mesh *m, int family, const uint8_t *addr, uint8_t cidr);
 /* Mesh lock held: puts a record on the list of those with a deadline. */
-void mesh_timed_add(struct wg_mesh *m, struct mesh_loc *l);
+void mesh_timed_add(struct mesh *m, struct mesh_loc *l);
 /* Device write lock held: the record goes into (publish) or out of
  * (unpublish) the forwarding table, where workers find it. */
-void mesh_loc_publish(struct wg_mesh *m, struct mesh_loc *l);
-void mesh_loc_unpublish(struct wg_mesh *m, struct mesh_loc *l);
+void mesh_loc_publish(struct mesh *m, struct mesh_loc *l);
+void mesh_loc_unpublish(struct mesh *m, struct mesh_loc *l);
 /* Frees the packets of q. */
-void mesh_queue_free(struct wg_mesh *m, struct wg_pkt_queue *q);
+void mesh_queue_free(struct mesh *m, struct wg_pkt_queue *q);
 /* Both locks held; l is out of the table and off the timed list. */
-void mesh_loc_free(struct wg_mesh *m, struct mesh_loc *l);
+void mesh_loc_free(struct mesh *m, struct mesh_loc *l);
 /* Mesh lock held: a message to send (to one peer, or all when to is NULL
  * and all is set) once the locks are dropped. */
-void mesh_note_add(struct wg_mesh *m, const uint8_t *to, bool all, enum mesh_type type,
+void mesh_note_add(struct mesh *m, const uint8_t *to, bool all, enum mesh_type type,
 		   const struct mesh_item *item);
 /* The item naming l's address; and its holder and stamp. */
 void mesh_item_of(const struct mesh_loc *l, struct mesh_item *it);
 void mesh_item_holder(struct mesh_item *it, const uint8_t *key, uint64_t seq);
 /* Mesh lock held: wakes the mesh thread. */
-void mesh_wake(struct wg_mesh *m);
+void mesh_wake(struct mesh *m);
 
 #endif

@@ -54,14 +54,14 @@ bool mesh_rate_take(struct rate *r, uint64_t now)
 }
 
 /* Device lock held: this host's public key, or NULL. */
-static const uint8_t *self_key(struct wg_mesh *m)
+static const uint8_t *self_key(struct mesh *m)
 {
 	return m->dev->identity->has_identity ? m->dev->identity->static_public : NULL;
 }
 
 /* Device lock held: the home host of l's address among this host and its
  * peers: NULL for this host, else the peer. */
-static struct wg_peer *home_of(struct wg_mesh *m, const struct mesh_loc *l, bool *self)
+static struct wg_peer *home_of(struct mesh *m, const struct mesh_loc *l, bool *self)
 {
 	struct wg_device *dev = m->dev;
 	const uint8_t *me = self_key(m);
@@ -83,14 +83,14 @@ static struct wg_peer *home_of(struct wg_mesh *m, const struct mesh_loc *l, bool
 	return home;
 }
 
-static bool is_local(struct wg_mesh *m, int family, const uint8_t *addr)
+static bool is_local(struct mesh *m, int family, const uint8_t *addr)
 {
 	struct rt_hop *hop = rt_lookup(m->dev->allowed_ips, family, addr);
 
 	return hop && hop->kind == RT_HOP_PORT;
 }
 
-static uint64_t next_seq(struct wg_mesh *m)
+static uint64_t next_seq(struct mesh *m)
 {
 	uint64_t now = wg_clock_realtime_ns();
 
@@ -101,7 +101,7 @@ static uint64_t next_seq(struct wg_mesh *m)
 /* Releases l's waiting packets: those to it for routing, those from its
  * confirmed holder (or from the holder before a move, still in flight) for
  * delivery. Others stay. */
-static void release(struct wg_mesh *m, struct mesh_loc *l)
+static void release(struct mesh *m, struct mesh_loc *l)
 {
 	struct wg_pkt_queue keep = { 0 };
 	struct wg_pkt *p;
@@ -130,7 +130,7 @@ static void release(struct wg_mesh *m, struct mesh_loc *l)
 		atomic_fetch_add(&m->n_released, n);
 }
 
-static void go_negative(struct wg_mesh *m, struct mesh_loc *l, uint64_t now)
+static void go_negative(struct mesh *m, struct mesh_loc *l, uint64_t now)
 {
 	mesh_count(m, negative, 1);
 	mesh_count(m, queue_dropped, l->out.len);
@@ -146,7 +146,7 @@ static void go_negative(struct wg_mesh *m, struct mesh_loc *l, uint64_t now)
 
 /* Both locks held: holder (a peer) holds l's address since seq. Returns
  * the holder it replaced (NULL: none, or the same). */
-static struct wg_peer *learn(struct wg_mesh *m, struct mesh_loc *l, struct wg_peer *holder,
+static struct wg_peer *learn(struct mesh *m, struct mesh_loc *l, struct wg_peer *holder,
 			     uint64_t seq, uint64_t now)
 {
 	struct wg_peer *old = l->peer;
@@ -186,7 +186,7 @@ static struct wg_peer *learn(struct wg_mesh *m, struct mesh_loc *l, struct wg_pe
 
 /* Sends a solicitation for l (none when this host is the home itself:
  * then only an ANNOUNCE on its way can answer). Both locks held. */
-static void solicit(struct wg_mesh *m, struct mesh_loc *l, uint64_t now)
+static void solicit(struct mesh *m, struct mesh_loc *l, uint64_t now)
 {
 	struct mesh_item it;
 	struct wg_peer *home;
@@ -197,7 +197,7 @@ static void solicit(struct wg_mesh *m, struct mesh_loc *l, uint64_t now)
 		return;
 	}
 	mesh_item_of(l, &it);
-	if (atomic_load(&m->mode) == WG_MESH_MULTICAST) {
+	if (atomic_load(&m->mode) == MESH_MULTICAST) {
 		mesh_note_add(m, NULL, true, MESH_SOLICIT, &it);
 		mesh_count(m, solicit_sent, m->dev->n_peers);
 		return;
@@ -210,7 +210,7 @@ static void solicit(struct wg_mesh *m, struct mesh_loc *l, uint64_t now)
 }
 
 /* Both locks held: a SOLICIT from `from` for the item. */
-static void answer(struct wg_mesh *m, const uint8_t *from, const struct mesh_item *it)
+static void answer(struct mesh *m, const uint8_t *from, const struct mesh_item *it)
 {
 	struct mesh_loc *l = mesh_loc_find(m, it->family, it->addr, it->cidr);
 	bool local = is_local(m, it->family, it->addr);
@@ -219,7 +219,7 @@ static void answer(struct wg_mesh *m, const uint8_t *from, const struct mesh_ite
 	mesh_count(m, solicit_received, 1);
 	if (local && (!l || !l->peer || l->local_seq >= l->seq))
 		mesh_item_holder(&out, self_key(m), l && l->local_seq ? l->local_seq : 1);
-	else if (atomic_load(&m->mode) == WG_MESH_MULTICAST)
+	else if (atomic_load(&m->mode) == MESH_MULTICAST)
 		return; /* only the holder answers */
 	else if (l && l->peer) /* resolved (or being re-checked): as the home */
 		mesh_item_holder(&out, l->peer->public_key, l->seq);
@@ -229,7 +229,7 @@ static void answer(struct wg_mesh *m, const uint8_t *from, const struct mesh_ite
 	mesh_count(m, advert_sent, 1);
 }
 
-static void handle(struct wg_mesh *m, const struct mesh_note *n, uint64_t now)
+static void handle(struct mesh *m, const struct mesh_note *n, uint64_t now)
 {
 	const struct mesh_item *it = &n->item;
 	struct wg_device *dev = m->dev;
@@ -274,7 +274,7 @@ static void handle(struct wg_mesh *m, const struct mesh_note *n, uint64_t now)
 		else
 			mesh_count(m, moved_received, 1);
 		old = learn(m, l, holder, it->seq, now);
-		if (old && n->type == MESH_ANNOUNCE && atomic_load(&m->mode) == WG_MESH_UNICAST)
+		if (old && n->type == MESH_ANNOUNCE && atomic_load(&m->mode) == MESH_UNICAST)
 			home_of(m, l, &self);
 		else
 			self = false;
@@ -308,7 +308,7 @@ static void handle(struct wg_mesh *m, const struct mesh_note *n, uint64_t now)
 
 /* Both locks held: one record's deadline passed. Returns whether it stays
  * on the timed list. */
-static bool expire(struct wg_mesh *m, struct mesh_loc *l, uint64_t now)
+static bool expire(struct mesh *m, struct mesh_loc *l, uint64_t now)
 {
 	switch (l->state) {
 	case LOC_PENDING:
@@ -338,7 +338,7 @@ static bool expire(struct wg_mesh *m, struct mesh_loc *l, uint64_t now)
 
 /* Both locks held: timeouts and solicitations due. Returns the next
  * deadline. */
-static uint64_t tick(struct wg_mesh *m, uint64_t now)
+static uint64_t tick(struct mesh *m, uint64_t now)
 {
 	uint64_t next = UINT64_MAX;
 
@@ -367,7 +367,7 @@ static uint64_t tick(struct wg_mesh *m, uint64_t now)
 /* Mesh lock held: the noted messages, moved into a malloc'd array for
  * sending once the locks are dropped (NULL when there are none, or no
  * memory: then they stay for the thread's next round). */
-static struct mesh_note *take_notes(struct wg_mesh *m, size_t *n)
+static struct mesh_note *take_notes(struct mesh *m, size_t *n)
 {
 	struct mesh_note *out;
 
@@ -381,7 +381,7 @@ static struct mesh_note *take_notes(struct wg_mesh *m, size_t *n)
 }
 
 /* No lock held: sends what was noted. */
-static void send_notes(struct wg_mesh *m, struct mesh_note *notes, size_t n)
+static void send_notes(struct mesh *m, struct mesh_note *notes, size_t n)
 {
 	struct wg_device *dev = m->dev;
 	struct wg_tx tx;
@@ -413,14 +413,14 @@ static void send_notes(struct wg_mesh *m, struct mesh_note *notes, size_t n)
 	pthread_rwlock_unlock(&dev->lock);
 }
 
-static void kick_worker(struct wg_mesh *m)
+static void kick_worker(struct mesh *m)
 {
 	if (atomic_load(&m->n_released))
 		wg_device_kick(m->dev, 0);
 }
 
 /* One round of the thread's work; called without locks. */
-static uint64_t run(struct wg_mesh *m)
+static uint64_t run(struct mesh *m)
 {
 	struct wg_device *dev = m->dev;
 	struct mesh_note *out;
@@ -444,7 +444,7 @@ static uint64_t run(struct wg_mesh *m)
 }
 
 /* Mesh lock held: whether a round has work. */
-static bool due(const struct wg_mesh *m, uint64_t next)
+static bool due(const struct mesh *m, uint64_t next)
 {
 	return m->n_inbox || m->n_outbox || m->solicit_due ||
 	       (next != UINT64_MAX && wg_clock_now() >= next);
@@ -452,7 +452,7 @@ static bool due(const struct wg_mesh *m, uint64_t next)
 
 static void *mesh_thread(void *arg)
 {
-	struct wg_mesh *m = arg;
+	struct mesh *m = arg;
 	uint64_t next = UINT64_MAX;
 
 	pthread_mutex_lock(&m->lock);
@@ -482,16 +482,16 @@ static void *mesh_thread(void *arg)
 	return NULL;
 }
 
-void mesh_wake(struct wg_mesh *m)
+void mesh_wake(struct mesh *m)
 {
 	pthread_cond_signal(&m->cond);
 }
 
 /* Life cycle. */
 
-int wg_mesh_new(struct wg_device *dev, struct wg_mesh **out)
+int mesh_new(struct wg_device *dev, struct mesh **out)
 {
-	struct wg_mesh *m = calloc(1, sizeof(*m));
+	struct mesh *m = calloc(1, sizeof(*m));
 	pthread_condattr_t ca;
 
 	if (!m)
@@ -517,7 +517,7 @@ int wg_mesh_new(struct wg_device *dev, struct wg_mesh **out)
 	return 0;
 }
 
-int wg_mesh_start(struct wg_mesh *m)
+int mesh_start(struct mesh *m)
 {
 	int err = pthread_create(&m->thread, NULL, mesh_thread, m);
 
@@ -527,7 +527,7 @@ int wg_mesh_start(struct wg_mesh *m)
 	return 0;
 }
 
-void wg_mesh_stop(struct wg_mesh *m)
+void mesh_stop(struct mesh *m)
 {
 	if (!m || !m->started)
 		return;
@@ -539,7 +539,7 @@ void wg_mesh_stop(struct wg_mesh *m)
 	m->started = false;
 }
 
-void wg_mesh_free(struct wg_mesh *m)
+void mesh_free(struct mesh *m)
 {
 	if (!m)
 		return;
@@ -583,16 +583,16 @@ static void announce_ports(struct wg_device *dev)
 		for (size_t j = 0; dev->ports->slot[i] && j < dev->ports->slot[i]->cfg.n_addrs; j++)
 			addrs[n++] = dev->ports->slot[i]->cfg.addrs[j];
 	pthread_rwlock_unlock(&dev->lock);
-	wg_mesh_local_added(dev, addrs, n);
+	mesh_local_added(dev, addrs, n);
 	free(addrs);
 }
 
-int wg_mesh_set(struct wg_device *dev, const struct wg_mesh_config *cfg)
+int mesh_set(struct wg_device *dev, const struct mesh_config *cfg)
 {
-	struct wg_mesh *m = dev->mesh;
+	struct mesh *m = dev->mesh;
 	int err = 0;
 
-	if (cfg->mode > WG_MESH_MULTICAST || cfg->n_prefixes > WG_MESH_MAX_PREFIXES)
+	if (cfg->mode > MESH_MULTICAST || cfg->n_prefixes > MESH_MAX_PREFIXES)
 		return -EINVAL;
 	for (size_t i = 0; i < cfg->n_prefixes; i++)
 		if (!ip_prefix_valid(&cfg->prefixes[i]))
@@ -603,36 +603,36 @@ int wg_mesh_set(struct wg_device *dev, const struct wg_mesh_config *cfg)
 		rt_remove(dev->allowed_ips, m->cfg.prefixes[i].family, m->cfg.prefixes[i].addr,
 			  m->cfg.prefixes[i].cidr, &m->prefix_hop);
 	m->cfg = *cfg; /* with mode off, the prefixes are kept but not routed */
-	for (size_t b = 0; cfg->mode == WG_MESH_OFF && b < m->n_buckets; b++)
+	for (size_t b = 0; cfg->mode == MESH_OFF && b < m->n_buckets; b++)
 		for (struct mesh_loc *l = m->buckets[b]; l; l = l->hash_next)
 			mesh_loc_unpublish(m, l);
-	for (size_t i = 0; cfg->mode != WG_MESH_OFF && i < cfg->n_prefixes && !err; i++)
+	for (size_t i = 0; cfg->mode != MESH_OFF && i < cfg->n_prefixes && !err; i++)
 		err = rt_insert(dev->allowed_ips, cfg->prefixes[i].family, cfg->prefixes[i].addr,
 				cfg->prefixes[i].cidr, &m->prefix_hop);
-	atomic_store(&m->mode, err ? WG_MESH_OFF : (int)cfg->mode);
+	atomic_store(&m->mode, err ? MESH_OFF : (int)cfg->mode);
 	pthread_mutex_unlock(&m->lock);
 	pthread_rwlock_unlock(&dev->lock);
-	if (!err && cfg->mode != WG_MESH_OFF)
+	if (!err && cfg->mode != MESH_OFF)
 		announce_ports(dev);
 	if (!err)
 		log_info("mesh: %s, %zu prefixes",
-			 cfg->mode == WG_MESH_OFF	 ? "off"
-			 : cfg->mode == WG_MESH_UNICAST ? "unicast discovery"
+			 cfg->mode == MESH_OFF	 ? "off"
+			 : cfg->mode == MESH_UNICAST ? "unicast discovery"
 							 : "multicast discovery",
 			 cfg->n_prefixes);
 	return err;
 }
 
-void wg_mesh_get(struct wg_device *dev, struct wg_mesh_config *cfg, struct wg_mesh_stats *st)
+void mesh_get(struct wg_device *dev, struct mesh_config *cfg, struct mesh_stats *st)
 {
-	struct wg_mesh *m = dev->mesh;
+	struct mesh *m = dev->mesh;
 
 	pthread_mutex_lock(&m->lock);
 	if (cfg)
 		*cfg = m->cfg;
 	if (st) {
 #define MESH_COUNTER_COPY(name) st->name = atomic_load(&m->c.name);
-		WG_MESH_COUNTERS(MESH_COUNTER_COPY)
+		MESH_COUNTERS(MESH_COUNTER_COPY)
 #undef MESH_COUNTER_COPY
 		st->locations = m->n_located;
 		st->pending = 0;
@@ -644,9 +644,9 @@ void wg_mesh_get(struct wg_device *dev, struct wg_mesh_config *cfg, struct wg_me
 
 /* Registration: this host now holds addrs (already in the table as a
  * port's). Announces those in the mesh. */
-void wg_mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
+void mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
 {
-	struct wg_mesh *m = dev->mesh;
+	struct mesh *m = dev->mesh;
 	struct mesh_note *out = NULL;
 	size_t n_out = 0;
 
@@ -654,7 +654,7 @@ void wg_mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, s
 		return;
 	pthread_rwlock_wrlock(&dev->lock);
 	pthread_mutex_lock(&m->lock);
-	for (size_t i = 0; i < n && atomic_load(&m->mode) != WG_MESH_OFF; i++) {
+	for (size_t i = 0; i < n && atomic_load(&m->mode) != MESH_OFF; i++) {
 		const struct ip_prefix *a = &addrs[i];
 		struct mesh_loc *l;
 		struct mesh_item it;
@@ -675,7 +675,7 @@ void wg_mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, s
 		release(m, l); /* what waited for it routes to the port now */
 		mesh_item_of(l, &it);
 		mesh_item_holder(&it, NULL, l->local_seq);
-		if (atomic_load(&m->mode) == WG_MESH_MULTICAST) {
+		if (atomic_load(&m->mode) == MESH_MULTICAST) {
 			mesh_note_add(m, NULL, true, MESH_ANNOUNCE, &it);
 			mesh_count(m, announce_sent, dev->n_peers);
 			continue;
@@ -700,9 +700,9 @@ void wg_mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, s
 	kick_worker(m);
 }
 
-void wg_mesh_local_removed(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
+void mesh_local_removed(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
 {
-	struct wg_mesh *m = dev->mesh;
+	struct mesh *m = dev->mesh;
 	uint64_t now = wg_clock_now();
 	struct mesh_note *out;
 	size_t n_out;
@@ -736,10 +736,10 @@ void wg_mesh_local_removed(struct wg_device *dev, const struct ip_prefix *addrs,
 			mesh_timed_add(m, l); /* freed by the next tick */
 		}
 		mesh_item_of(l, &it);
-		if (atomic_load(&m->mode) == WG_MESH_MULTICAST) {
+		if (atomic_load(&m->mode) == MESH_MULTICAST) {
 			mesh_note_add(m, NULL, true, MESH_NOT_HERE, &it);
 			mesh_count(m, not_here_sent, dev->n_peers);
-		} else if (atomic_load(&m->mode) == WG_MESH_UNICAST &&
+		} else if (atomic_load(&m->mode) == MESH_UNICAST &&
 			   (home = home_of(m, l, &self)) && !self) {
 			mesh_note_add(m, home->public_key, false, MESH_NOT_HERE, &it);
 			mesh_count(m, not_here_sent, 1);
@@ -753,28 +753,28 @@ void wg_mesh_local_removed(struct wg_device *dev, const struct ip_prefix *addrs,
 	mesh_wake(m);
 }
 
-int wg_mesh_vm_add(struct wg_device *dev, const char *port, const struct ip_prefix *addrs, size_t n)
+int mesh_vm_add(struct wg_device *dev, const char *port, const struct ip_prefix *addrs, size_t n)
 {
-	int err = wg_device_port_register(dev, port, addrs, n);
+	int err = port_register(dev, port, addrs, n);
 
 	if (!err)
-		wg_mesh_local_added(dev, addrs, n);
+		mesh_local_added(dev, addrs, n);
 	return err;
 }
 
-int wg_mesh_vm_del(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
+int mesh_vm_del(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
 {
-	int err = wg_device_port_unregister(dev, addrs, n);
+	int err = port_unregister(dev, addrs, n);
 
 	if (!err)
-		wg_mesh_local_removed(dev, addrs, n);
+		mesh_local_removed(dev, addrs, n);
 	return err;
 }
 
-int wg_mesh_routes(struct wg_device *dev, struct wg_mesh_route **out, size_t *n, size_t max)
+int mesh_routes(struct wg_device *dev, struct mesh_route **out, size_t *n, size_t max)
 {
-	struct wg_mesh *m = dev->mesh;
-	struct wg_mesh_route *r;
+	struct mesh *m = dev->mesh;
+	struct mesh_route *r;
 	size_t k = 0;
 
 	pthread_rwlock_rdlock(&dev->lock);
@@ -803,9 +803,9 @@ int wg_mesh_routes(struct wg_device *dev, struct wg_mesh_route **out, size_t *n,
 	return 0;
 }
 
-void wg_mesh_peer_removed(struct wg_device *dev, struct wg_peer *peer)
+void mesh_peer_removed(struct wg_device *dev, struct wg_peer *peer)
 {
-	struct wg_mesh *m = dev->mesh;
+	struct mesh *m = dev->mesh;
 
 	if (!m)
 		return;

@@ -12,7 +12,7 @@
  *
  * The mesh thread owns every change: it takes the device write lock to
  * change the table. Workers only read the table and hand misses, held
- * packets and received messages to the thread (wg_mesh_* below). */
+ * packets and received messages to the thread (mesh_* below). */
 #ifndef WEFT_MESH_MESH_H
 #define WEFT_MESH_MESH_H
 
@@ -65,43 +65,43 @@ static inline struct mesh_loc *mesh_loc_from_hop(struct rt_hop *hop)
 	return (struct mesh_loc *)hop;
 }
 
-struct wg_mesh;
+struct mesh;
 
-int wg_mesh_new(struct wg_device *dev, struct wg_mesh **out);
-int wg_mesh_start(struct wg_mesh *mesh);
-void wg_mesh_stop(struct wg_mesh *mesh);
+int mesh_new(struct wg_device *dev, struct mesh **out);
+int mesh_start(struct mesh *mesh);
+void mesh_stop(struct mesh *mesh);
 /* With the device write lock held. */
-void wg_mesh_free(struct wg_mesh *mesh);
+void mesh_free(struct mesh *mesh);
 
 /* Control plane (any thread, no device lock held). 0 or -errno. */
-int wg_mesh_set(struct wg_device *dev, const struct wg_mesh_config *cfg);
-void wg_mesh_get(struct wg_device *dev, struct wg_mesh_config *cfg, struct wg_mesh_stats *st);
+int mesh_set(struct wg_device *dev, const struct mesh_config *cfg);
+void mesh_get(struct wg_device *dev, struct mesh_config *cfg, struct mesh_stats *st);
 
 /* Registers addrs[0, n) to the local port named port (as `address` of its
  * configuration: the port's anti-spoofing set and the forwarding table) and
  * announces those inside a mesh prefix. Idempotent for addresses the port
  * already has. 0, -ENOENT (no such port), -EEXIST (an address belongs to
  * another port), -ENOSPC (PORT_MAX_ADDRS), -EINVAL. */
-int wg_mesh_vm_add(struct wg_device *dev, const char *port, const struct ip_prefix *addrs,
-		   size_t n);
+int mesh_vm_add(struct wg_device *dev, const char *port, const struct ip_prefix *addrs,
+		size_t n);
 /* Unregisters addrs from whichever port holds them; the host forwards what
  * still reaches it to where the address went, when it knows. 0 or -ENOENT
  * (an address is registered nowhere; nothing changed). */
-int wg_mesh_vm_del(struct wg_device *dev, const struct ip_prefix *addrs, size_t n);
+int mesh_vm_del(struct wg_device *dev, const struct ip_prefix *addrs, size_t n);
 
-/* Learned locations, for listing (struct wg_mesh_route, mesh/types.h). */
-int wg_mesh_routes(struct wg_device *dev, struct wg_mesh_route **out, size_t *n, size_t max);
+/* Learned locations, for listing (struct mesh_route, mesh/types.h). */
+int mesh_routes(struct wg_device *dev, struct mesh_route **out, size_t *n, size_t max);
 
 /* The data path's side (workers, device lock held shared). */
 
 /* Whether the mesh is on (lock-free). */
-bool wg_mesh_enabled(const struct wg_device *dev);
+bool mesh_enabled(const struct wg_device *dev);
 /* Packets to dst (family, a mesh address with no location yet), each a
  * whole inner packet at its payload: copied into the destination's queue
  * (bounded; drops counted), and the address solicited. The caller keeps
  * its packets. */
-void wg_mesh_miss(struct wg_device *dev, struct wg_pkt *const *pkts, unsigned int n, int family,
-		  const uint8_t *dst);
+void mesh_miss(struct wg_device *dev, struct wg_pkt *const *pkts, unsigned int n, int family,
+	       const uint8_t *dst);
 
 /* The mesh's word on a packet wg_receive_open let through with verdict v
  * (WG_RX_PEER or WG_RX_FOREIGN), when the mesh is enabled: a mesh message
@@ -110,36 +110,36 @@ void wg_mesh_miss(struct wg_device *dev, struct wg_pkt *const *pkts, unsigned in
  * claims one of our VMs; a foreign source goes on when its address lives
  * behind the peer, is held while that is re-resolved (false), or is
  * rejected and counted (false). */
-bool wg_mesh_receive(struct wg_device *dev, struct wg_rx *rx, enum wg_rx_verdict v);
+bool mesh_receive(struct wg_device *dev, struct wg_rx *rx, enum wg_rx_verdict v);
 /* A packet from peer through the tunnel to a mesh address this host does
  * not hold (hop: its table entry, RT_HOP_REMOTE or RT_HOP_MESH): sent on to
  * where the address went, or queued while that is found out, and peer is
  * told NOT_HERE. The caller keeps ip. */
-void wg_mesh_transit(struct wg_device *dev, struct wg_peer *peer, struct rt_hop *hop,
-		     uint8_t *ip, uint32_t len, struct wg_tx *tx);
+void mesh_transit(struct wg_device *dev, struct wg_peer *peer, struct rt_hop *hop,
+		  uint8_t *ip, uint32_t len, struct wg_tx *tx);
 /* The tag (struct wg_pkt egress) of a queued packet that came through the
  * tunnel for an address that had moved away: when its destination is
- * found, it is forwarded wrapped (wg_mesh_forward), not sent as ours. */
-#define WG_MESH_FORWARDED ((void *)1)
-/* Worker 0, for a released packet tagged WG_MESH_FORWARDED: sends it on,
+ * found, it is forwarded wrapped (mesh_forward), not sent as ours. */
+#define MESH_FORWARDED ((void *)1)
+/* Worker 0, for a released packet tagged MESH_FORWARDED: sends it on,
  * wrapped, to the holder of its destination and returns true; false when
  * the destination is not remote (any more): the caller routes it. The
  * caller keeps p. */
-bool wg_mesh_forward(struct wg_device *dev, struct wg_pkt *p, struct wg_tx *tx);
+bool mesh_forward(struct wg_device *dev, struct wg_pkt *p, struct wg_tx *tx);
 /* A mesh message ip[0, len) (mesh_msg_is_mesh) opened from peer. */
-void wg_mesh_received(struct wg_device *dev, struct wg_peer *peer, const uint8_t *ip,
-		      uint32_t len);
+void mesh_received(struct wg_device *dev, struct wg_peer *peer, const uint8_t *ip,
+		   uint32_t len);
 /* Worker 0, every turn: packets the mesh thread has released. out: to be
  * routed (their destination now has a location); in: checked, to be
  * delivered here. Heap packets with the IP packet at WG_PKT_FRONT. */
-bool wg_mesh_has_released(const struct wg_device *dev);
-void wg_mesh_take_released(struct wg_device *dev, struct wg_pkt_queue *out,
-			   struct wg_pkt_queue *in);
+bool mesh_has_released(const struct wg_device *dev);
+void mesh_take_released(struct wg_device *dev, struct wg_pkt_queue *out,
+			struct wg_pkt_queue *in);
 
 /* Device hooks. Write lock held: a peer is going away. */
-void wg_mesh_peer_removed(struct wg_device *dev, struct wg_peer *peer);
+void mesh_peer_removed(struct wg_device *dev, struct wg_peer *peer);
 /* No lock held: a port with these addresses was added or removed. */
-void wg_mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, size_t n);
-void wg_mesh_local_removed(struct wg_device *dev, const struct ip_prefix *addrs, size_t n);
+void mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, size_t n);
+void mesh_local_removed(struct wg_device *dev, const struct ip_prefix *addrs, size_t n);
 
 #endif

@@ -19,9 +19,9 @@
 #include "wg/receive.h"
 #include "wg/send.h"
 
-bool wg_mesh_enabled(const struct wg_device *dev)
+bool mesh_enabled(const struct wg_device *dev)
 {
-	return dev->mesh && atomic_load_explicit(&dev->mesh->mode, memory_order_relaxed) != WG_MESH_OFF;
+	return dev->mesh && atomic_load_explicit(&dev->mesh->mode, memory_order_relaxed) != MESH_OFF;
 }
 
 /* A heap copy of an inner packet, at WG_PKT_FRONT so that it can go to a
@@ -40,7 +40,7 @@ static struct wg_pkt *copy_packet(const uint8_t *ip, uint32_t len)
 }
 
 /* Mesh lock held: queues a copy of ip on q (a record's), tagged. */
-static void enqueue(struct wg_mesh *m, struct wg_pkt_queue *q, const uint8_t *ip, uint32_t len,
+static void enqueue(struct mesh *m, struct wg_pkt_queue *q, const uint8_t *ip, uint32_t len,
 		    void *tag)
 {
 	struct wg_pkt *p;
@@ -56,7 +56,7 @@ static void enqueue(struct wg_mesh *m, struct wg_pkt_queue *q, const uint8_t *ip
 }
 
 /* Mesh lock held: the record of a destination, being solicited. */
-static struct mesh_loc *pending(struct wg_mesh *m, int family, const uint8_t *addr)
+static struct mesh_loc *pending(struct mesh *m, int family, const uint8_t *addr)
 {
 	struct mesh_loc *l = mesh_loc_get(m, family, addr, family == AF_INET ? 32 : 128);
 
@@ -75,10 +75,10 @@ static struct mesh_loc *pending(struct wg_mesh *m, int family, const uint8_t *ad
 	return l;
 }
 
-void wg_mesh_miss(struct wg_device *dev, struct wg_pkt *const *pkts, unsigned int n, int family,
-		  const uint8_t *dst)
+void mesh_miss(struct wg_device *dev, struct wg_pkt *const *pkts, unsigned int n, int family,
+	       const uint8_t *dst)
 {
-	struct wg_mesh *m = dev->mesh;
+	struct mesh *m = dev->mesh;
 	struct mesh_loc *l;
 
 	pthread_mutex_lock(&m->lock);
@@ -105,7 +105,7 @@ static enum mesh_verdict check_source(struct wg_device *dev, struct wg_peer *pee
 {
 	struct mesh_loc *l;
 
-	if (!hop || !wg_mesh_enabled(dev))
+	if (!hop || !mesh_enabled(dev))
 		return MESH_DROP;
 	if (hop->kind == RT_HOP_MESH)
 		return MESH_HOLD;
@@ -120,7 +120,7 @@ static enum mesh_verdict check_source(struct wg_device *dev, struct wg_peer *pee
 static void hold(struct wg_device *dev, struct wg_peer *peer, int family, const uint8_t *src,
 		 const uint8_t *ip, uint32_t len)
 {
-	struct wg_mesh *m = dev->mesh;
+	struct mesh *m = dev->mesh;
 	struct mesh_loc *l;
 
 	pthread_mutex_lock(&m->lock);
@@ -135,13 +135,13 @@ static void hold(struct wg_device *dev, struct wg_peer *peer, int family, const 
 	pthread_mutex_unlock(&m->lock);
 }
 
-bool wg_mesh_receive(struct wg_device *dev, struct wg_rx *rx, enum wg_rx_verdict v)
+bool mesh_receive(struct wg_device *dev, struct wg_rx *rx, enum wg_rx_verdict v)
 {
 	size_t forwarded;
 
 	if (rx->family == AF_INET6) {
 		if (mesh_msg_is_mesh(rx->pkt, rx->len)) {
-			wg_mesh_received(dev, rx->peer, rx->pkt, rx->len);
+			mesh_received(dev, rx->peer, rx->pkt, rx->len);
 			return false;
 		}
 		forwarded = mesh_fwd_unwrap(rx->pkt, rx->len);
@@ -177,7 +177,7 @@ bool wg_mesh_receive(struct wg_device *dev, struct wg_rx *rx, enum wg_rx_verdict
 
 /* Sends ip[0, len) (its TTL already counted down) on to the holder of l,
  * wrapped so that the holder knows we checked its source. */
-static bool forward(struct wg_mesh *m, struct mesh_loc *l, const uint8_t *ip, uint32_t len,
+static bool forward(struct mesh *m, struct mesh_loc *l, const uint8_t *ip, uint32_t len,
 		    struct wg_tx *tx)
 {
 	struct wg_pkt *p = wg_pkt_alloc(MESH_FWD_HLEN + len);
@@ -194,7 +194,7 @@ static bool forward(struct wg_mesh *m, struct mesh_loc *l, const uint8_t *ip, ui
 	return true;
 }
 
-bool wg_mesh_forward(struct wg_device *dev, struct wg_pkt *p, struct wg_tx *tx)
+bool mesh_forward(struct wg_device *dev, struct wg_pkt *p, struct wg_tx *tx)
 {
 	const uint8_t *dst;
 	int family = frame_ip_destination(wg_pkt_payload(p), p->len, &dst);
@@ -206,10 +206,10 @@ bool wg_mesh_forward(struct wg_device *dev, struct wg_pkt *p, struct wg_tx *tx)
 	return true;
 }
 
-void wg_mesh_transit(struct wg_device *dev, struct wg_peer *peer, struct rt_hop *hop,
-		     uint8_t *ip, uint32_t len, struct wg_tx *tx)
+void mesh_transit(struct wg_device *dev, struct wg_peer *peer, struct rt_hop *hop,
+		  uint8_t *ip, uint32_t len, struct wg_tx *tx)
 {
-	struct wg_mesh *m = dev->mesh;
+	struct mesh *m = dev->mesh;
 	struct mesh_loc *l = hop->kind == RT_HOP_REMOTE ? mesh_loc_from_hop(hop) : NULL;
 	const uint8_t *dst;
 	int family = frame_ip_destination(ip, len, &dst);
@@ -224,7 +224,7 @@ void wg_mesh_transit(struct wg_device *dev, struct wg_peer *peer, struct rt_hop 
 		pthread_mutex_lock(&m->lock);
 		l = pending(m, family, dst);
 		if (l && frame_ip_forward(ip, len))
-			enqueue(m, &l->out, ip, len, WG_MESH_FORWARDED);
+			enqueue(m, &l->out, ip, len, MESH_FORWARDED);
 		pthread_mutex_unlock(&m->lock);
 	} else {
 		wg_stat_inc(&dev->stats, drop_no_route);
@@ -240,9 +240,9 @@ void wg_mesh_transit(struct wg_device *dev, struct wg_peer *peer, struct rt_hop 
 	pthread_mutex_unlock(&m->lock);
 }
 
-void wg_mesh_received(struct wg_device *dev, struct wg_peer *peer, const uint8_t *ip, uint32_t len)
+void mesh_received(struct wg_device *dev, struct wg_peer *peer, const uint8_t *ip, uint32_t len)
 {
-	struct wg_mesh *m = dev->mesh;
+	struct mesh *m = dev->mesh;
 	struct mesh_msg msg;
 
 	if (mesh_msg_parse(ip, len, &msg) != MESH_OK) {
@@ -267,14 +267,14 @@ void wg_mesh_received(struct wg_device *dev, struct wg_peer *peer, const uint8_t
 	pthread_mutex_unlock(&m->lock);
 }
 
-bool wg_mesh_has_released(const struct wg_device *dev)
+bool mesh_has_released(const struct wg_device *dev)
 {
 	return dev->mesh && atomic_load_explicit(&dev->mesh->n_released, memory_order_relaxed);
 }
 
-void wg_mesh_take_released(struct wg_device *dev, struct wg_pkt_queue *out, struct wg_pkt_queue *in)
+void mesh_take_released(struct wg_device *dev, struct wg_pkt_queue *out, struct wg_pkt_queue *in)
 {
-	struct wg_mesh *m = dev->mesh;
+	struct mesh *m = dev->mesh;
 
 	pthread_mutex_lock(&m->lock);
 	*out = m->rel_out;

@@ -15,7 +15,7 @@ size_t mesh_addr_len(int family)
 	return family == AF_INET ? 4 : 16;
 }
 
-bool mesh_in_prefixes(const struct wg_mesh *m, int family, const uint8_t *addr)
+bool mesh_in_prefixes(const struct mesh *m, int family, const uint8_t *addr)
 {
 	for (size_t i = 0; i < m->cfg.n_prefixes; i++)
 		if (ip_prefix_has_addr(&m->cfg.prefixes[i], family, addr))
@@ -25,7 +25,7 @@ bool mesh_in_prefixes(const struct wg_mesh *m, int family, const uint8_t *addr)
 
 /* The record table. */
 
-static size_t loc_hash(const struct wg_mesh *m, int family, const uint8_t *addr, uint8_t cidr)
+static size_t loc_hash(const struct mesh *m, int family, const uint8_t *addr, uint8_t cidr)
 {
 	uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)family ^ ((uint64_t)cidr << 8);
 
@@ -34,7 +34,7 @@ static size_t loc_hash(const struct wg_mesh *m, int family, const uint8_t *addr,
 	return (size_t)(h ^ h >> 29) & (m->n_buckets - 1);
 }
 
-struct mesh_loc *mesh_loc_find(struct wg_mesh *m, int family, const uint8_t *addr, uint8_t cidr)
+struct mesh_loc *mesh_loc_find(struct mesh *m, int family, const uint8_t *addr, uint8_t cidr)
 {
 	if (!m->n_buckets)
 		return NULL;
@@ -44,7 +44,7 @@ struct mesh_loc *mesh_loc_find(struct wg_mesh *m, int family, const uint8_t *add
 	return NULL;
 }
 
-static void buckets_grow(struct wg_mesh *m)
+static void buckets_grow(struct mesh *m)
 {
 	size_t n = m->n_buckets ? m->n_buckets * 2 : BUCKETS_MIN, old_n = m->n_buckets;
 	struct mesh_loc **nb = calloc(n, sizeof(*nb)), **old = m->buckets;
@@ -66,7 +66,7 @@ static void buckets_grow(struct wg_mesh *m)
 	free(old);
 }
 
-struct mesh_loc *mesh_loc_get(struct wg_mesh *m, int family, const uint8_t *addr, uint8_t cidr)
+struct mesh_loc *mesh_loc_get(struct mesh *m, int family, const uint8_t *addr, uint8_t cidr)
 {
 	struct mesh_loc *l = mesh_loc_find(m, family, addr, cidr);
 	size_t b;
@@ -88,7 +88,7 @@ struct mesh_loc *mesh_loc_get(struct wg_mesh *m, int family, const uint8_t *addr
 	return l;
 }
 
-void mesh_timed_add(struct wg_mesh *m, struct mesh_loc *l)
+void mesh_timed_add(struct mesh *m, struct mesh_loc *l)
 {
 	if (l->timed)
 		return;
@@ -97,7 +97,7 @@ void mesh_timed_add(struct wg_mesh *m, struct mesh_loc *l)
 	m->timed = l;
 }
 
-void mesh_loc_publish(struct wg_mesh *m, struct mesh_loc *l)
+void mesh_loc_publish(struct mesh *m, struct mesh_loc *l)
 {
 	if (!l->in_table &&
 	    !rt_insert(m->dev->allowed_ips, l->family, l->addr, l->cidr, &l->hop)) {
@@ -106,7 +106,7 @@ void mesh_loc_publish(struct wg_mesh *m, struct mesh_loc *l)
 	}
 }
 
-void mesh_loc_unpublish(struct wg_mesh *m, struct mesh_loc *l)
+void mesh_loc_unpublish(struct mesh *m, struct mesh_loc *l)
 {
 	if (!l->in_table)
 		return;
@@ -115,7 +115,7 @@ void mesh_loc_unpublish(struct wg_mesh *m, struct mesh_loc *l)
 	m->n_located--;
 }
 
-void mesh_queue_free(struct wg_mesh *m, struct wg_pkt_queue *q)
+void mesh_queue_free(struct mesh *m, struct wg_pkt_queue *q)
 {
 	struct wg_pkt *p;
 
@@ -125,7 +125,7 @@ void mesh_queue_free(struct wg_mesh *m, struct wg_pkt_queue *q)
 	}
 }
 
-void mesh_loc_free(struct wg_mesh *m, struct mesh_loc *l)
+void mesh_loc_free(struct mesh *m, struct mesh_loc *l)
 {
 	struct mesh_loc **pp = &m->buckets[loc_hash(m, l->family, l->addr, l->cidr)];
 
@@ -145,7 +145,7 @@ void mesh_loc_free(struct wg_mesh *m, struct mesh_loc *l)
 
 /* Messages. */
 
-void mesh_note_add(struct wg_mesh *m, const uint8_t *to, bool all, enum mesh_type type,
+void mesh_note_add(struct mesh *m, const uint8_t *to, bool all, enum mesh_type type,
 		 const struct mesh_item *item)
 {
 	struct mesh_note *n;

@@ -22,31 +22,31 @@
 
 /* ---- values ------------------------------------------------------------ */
 
-bool mesh_text_in_prefix(const struct wg_mesh_config *cfg, const struct ip_prefix *a)
+bool mesh_text_in_prefix(const struct mesh_config *cfg, const struct ip_prefix *a)
 {
-	for (size_t i = 0; i < cfg->n_prefixes && i < WG_MESH_MAX_PREFIXES; i++)
+	for (size_t i = 0; i < cfg->n_prefixes && i < MESH_MAX_PREFIXES; i++)
 		if (ip_prefix_contains(&cfg->prefixes[i], a))
 			return true;
 	return false;
 }
 
 static const char *const mode_names[] = {
-	[WG_MESH_OFF] = "off",
-	[WG_MESH_UNICAST] = "unicast",
-	[WG_MESH_MULTICAST] = "multicast",
+	[MESH_OFF] = "off",
+	[MESH_UNICAST] = "unicast",
+	[MESH_MULTICAST] = "multicast",
 };
 enum { N_MODES = sizeof(mode_names) / sizeof(mode_names[0]) };
 
-const char *mesh_text_mode_name(enum wg_mesh_mode mode)
+const char *mesh_text_mode_name(enum mesh_mode mode)
 {
 	return (unsigned int)mode < N_MODES ? mode_names[mode] : NULL;
 }
 
-static bool parse_mode(const char *v, size_t n, enum wg_mesh_mode *mode)
+static bool parse_mode(const char *v, size_t n, enum mesh_mode *mode)
 {
 	for (unsigned int i = 0; i < N_MODES; i++) {
 		if (strlen(mode_names[i]) == n && !memcmp(v, mode_names[i], n)) {
-			*mode = (enum wg_mesh_mode)i;
+			*mode = (enum mesh_mode)i;
 			return true;
 		}
 	}
@@ -102,7 +102,7 @@ static int add_prefix(struct ip_prefix *list, size_t *n, const char *v, size_t v
 
 	if (ret)
 		return ret;
-	if (*n >= WG_MESH_MAX_PREFIXES) {
+	if (*n >= MESH_MAX_PREFIXES) {
 		*why = "too many prefixes (8 at most)";
 		return -EINVAL;
 	}
@@ -240,7 +240,7 @@ fail:
 	return ret;
 }
 
-void mesh_text_apply_set(const struct mesh_text_set *set, struct wg_mesh_config *cfg)
+void mesh_text_apply_set(const struct mesh_text_set *set, struct mesh_config *cfg)
 {
 	if (set->has_mode)
 		cfg->mode = set->mode;
@@ -253,25 +253,25 @@ void mesh_text_apply_set(const struct mesh_text_set *set, struct wg_mesh_config 
 
 /* ---- mesh-show --------------------------------------------------------- */
 
-#define MESH_COUNTER(name) { #name, offsetof(struct wg_mesh_stats, name) },
+#define MESH_COUNTER(name) { #name, offsetof(struct mesh_stats, name) },
 const struct mesh_text_counter mesh_text_counters[] = {
-	WG_MESH_COUNTERS(MESH_COUNTER)
+	MESH_COUNTERS(MESH_COUNTER)
 	MESH_COUNTER(locations)
 	MESH_COUNTER(pending)
 };
 #undef MESH_COUNTER
 const size_t mesh_text_n_counters = sizeof(mesh_text_counters) / sizeof(mesh_text_counters[0]);
 _Static_assert(sizeof(mesh_text_counters) / sizeof(mesh_text_counters[0]) ==
-		       sizeof(struct wg_mesh_stats) / sizeof(uint64_t),
-	       "every field of struct wg_mesh_stats is a counter of the reply");
+		       sizeof(struct mesh_stats) / sizeof(uint64_t),
+	       "every field of struct mesh_stats is a counter of the reply");
 
-static uint64_t *counter_at(struct wg_mesh_stats *st, size_t i)
+static uint64_t *counter_at(struct mesh_stats *st, size_t i)
 {
 	return (uint64_t *)((char *)st + mesh_text_counters[i].offset);
 }
 
-int mesh_text_format_show(const struct wg_mesh_config *cfg, const struct wg_mesh_stats *st,
-			  const struct wg_mesh_route *routes, size_t n, bool truncated, char **out,
+int mesh_text_format_show(const struct mesh_config *cfg, const struct mesh_stats *st,
+			  const struct mesh_route *routes, size_t n, bool truncated, char **out,
 			  size_t *len)
 {
 	const char *mode = mesh_text_mode_name(cfg->mode);
@@ -279,13 +279,13 @@ int mesh_text_format_show(const struct wg_mesh_config *cfg, const struct wg_mesh
 	struct text_buf b = { 0 };
 
 	text_buf_printf(&b, "mode=%s\n", mode ? mode : "off");
-	for (size_t i = 0; i < cfg->n_prefixes && i < WG_MESH_MAX_PREFIXES; i++) {
+	for (size_t i = 0; i < cfg->n_prefixes && i < MESH_MAX_PREFIXES; i++) {
 		ip_prefix_format(&cfg->prefixes[i], s);
 		text_buf_printf(&b, "prefix=%s\n", s);
 	}
 	for (size_t i = 0; i < mesh_text_n_counters; i++)
 		text_buf_printf(&b, "%s=%llu\n", mesh_text_counters[i].key,
-				(unsigned long long)*counter_at((struct wg_mesh_stats *)st, i));
+				(unsigned long long)*counter_at((struct mesh_stats *)st, i));
 	text_buf_printf(&b, "routes_truncated=%s\n", truncated ? "true" : "false");
 	for (size_t i = 0; i < n; i++) {
 		ip_prefix_format(&routes[i].prefix, s);
@@ -324,7 +324,7 @@ static bool parse_bool(const char *v, size_t n, bool *out)
 }
 
 /* A route block ended: a holder, or negative, never both. */
-static int finish_route(const struct wg_mesh_route *r, bool has_holder, const char **why)
+static int finish_route(const struct mesh_route *r, bool has_holder, const char **why)
 {
 	if (r->negative == has_holder) {
 		*why = has_holder ? "a negative route with a holder" : "a route without a holder";
@@ -334,7 +334,7 @@ static int finish_route(const struct wg_mesh_route *r, bool has_holder, const ch
 }
 
 /* One line of a route block. Unknown keys are skipped. */
-static int route_line(struct wg_mesh_route *r, bool *has_holder, const char *k, size_t kn,
+static int route_line(struct mesh_route *r, bool *has_holder, const char *k, size_t kn,
 		      const char *v, size_t vn, const char **why)
 {
 	if (key_is(k, kn, "holder")) {
@@ -390,7 +390,7 @@ int mesh_text_parse_show(const char *text, size_t len, struct mesh_text_show *ou
 {
 	const char *line, *v, *unused;
 	size_t off = 0, n, kn, vn, cap = 0;
-	struct wg_mesh_route *r = NULL, *grown;
+	struct mesh_route *r = NULL, *grown;
 	bool has_mode = false, has_holder = false;
 	struct ip_prefix a;
 	int ret;
@@ -462,7 +462,7 @@ void mesh_text_show_free(struct mesh_text_show *show)
 /* ---- mesh config file -------------------------------------------------- */
 
 /* "Prefix = a, b, c": each comma-separated item in turn. */
-static int config_prefixes(struct wg_mesh_config *cfg, const char *v, size_t vn,
+static int config_prefixes(struct mesh_config *cfg, const char *v, size_t vn,
 			   const char **why)
 {
 	const char *item, *comma;
@@ -486,10 +486,10 @@ static int config_prefixes(struct wg_mesh_config *cfg, const char *v, size_t vn,
 	}
 }
 
-int mesh_text_parse_config(const char *text, size_t len, struct wg_mesh_config *cfg, int *line,
+int mesh_text_parse_config(const char *text, size_t len, struct mesh_config *cfg, int *line,
 			   const char **why)
 {
-	struct wg_mesh_config c;
+	struct mesh_config c;
 	const char *l, *hash, *v, *unused;
 	size_t off = 0, ln, kn, vn;
 	int lineno = 0, section_line = 0, dummy, ret = -EINVAL;
@@ -570,7 +570,7 @@ int mesh_text_parse_config(const char *text, size_t len, struct wg_mesh_config *
 		*why = "no Mode";
 		return -EINVAL;
 	}
-	if (c.mode != WG_MESH_OFF && !c.n_prefixes) {
+	if (c.mode != MESH_OFF && !c.n_prefixes) {
 		*why = "a mesh needs at least one Prefix";
 		return -EINVAL;
 	}

@@ -35,10 +35,10 @@ enum {
 	MESH_TEXT_CIDR = IP_PREFIX_LEN_OPTIONAL | IP_PREFIX_NO_ZERO_LEN | IP_PREFIX_NO_HOST_BITS,
 };
 /* Whether a lies inside one of cfg's prefixes. */
-bool mesh_text_in_prefix(const struct wg_mesh_config *cfg, const struct ip_prefix *a);
+bool mesh_text_in_prefix(const struct mesh_config *cfg, const struct ip_prefix *a);
 
 /* "off", "unicast", "multicast"; NULL for anything else. */
-const char *mesh_text_mode_name(enum wg_mesh_mode mode);
+const char *mesh_text_mode_name(enum mesh_mode mode);
 /* A public key in standard base64 (44 characters). */
 void mesh_text_key_base64(const uint8_t key[32], char out[MESH_TEXT_KEY_LEN]);
 
@@ -61,12 +61,12 @@ int mesh_text_parse_vm_request(const char *text, size_t len, bool with_port,
 /* ---- mesh-set body ---- */
 
 /* "mode=off|unicast|multicast" at most once, "prefix=CIDR" up to
- * WG_MESH_MAX_PREFIXES times (none twice, none inside another); at least
+ * MESH_MAX_PREFIXES times (none twice, none inside another); at least
  * one of them. */
 struct mesh_text_set {
 	bool has_mode;
-	enum wg_mesh_mode mode;
-	struct ip_prefix prefixes[WG_MESH_MAX_PREFIXES];
+	enum mesh_mode mode;
+	struct ip_prefix prefixes[MESH_MAX_PREFIXES];
 	size_t n_prefixes;               /* 0: keep the prefixes there are */
 };
 
@@ -74,12 +74,12 @@ int mesh_text_parse_set(const char *text, size_t len, struct mesh_text_set *out,
 			const char **why);
 
 /* get-modify-set: cfg (what the mesh has) with set applied. */
-void mesh_text_apply_set(const struct mesh_text_set *set, struct wg_mesh_config *cfg);
+void mesh_text_apply_set(const struct mesh_text_set *set, struct mesh_config *cfg);
 
 /* ---- mesh-show reply ---- */
 
-/* The counters of struct wg_mesh_stats as the reply names them: every one
- * of WG_MESH_COUNTERS, then "locations" and "pending"; a uint64_t at
+/* The counters of struct mesh_stats as the reply names them: every one
+ * of MESH_COUNTERS, then "locations" and "pending"; a uint64_t at
  * offset each. */
 struct mesh_text_counter {
 	const char *key;
@@ -92,14 +92,14 @@ extern const size_t mesh_text_n_counters;
  * then one block per route: "route=CIDR", "holder=HEX" (the holder's public
  * key; absent for a negative entry), "negative=true|false", "seq=N".
  * malloc'd, NUL-terminated. 0 or -ENOMEM. */
-int mesh_text_format_show(const struct wg_mesh_config *cfg, const struct wg_mesh_stats *st,
-			  const struct wg_mesh_route *routes, size_t n, bool truncated, char **out,
+int mesh_text_format_show(const struct mesh_config *cfg, const struct mesh_stats *st,
+			  const struct mesh_route *routes, size_t n, bool truncated, char **out,
 			  size_t *len);
 
 struct mesh_text_show {
-	struct wg_mesh_config cfg;
-	struct wg_mesh_stats stats;
-	struct wg_mesh_route *routes;    /* malloc'd; NULL when none */
+	struct mesh_config cfg;
+	struct mesh_stats stats;
+	struct mesh_route *routes;    /* malloc'd; NULL when none */
 	size_t n_routes;
 	bool truncated;                  /* the daemon had more than it sent */
 };
@@ -115,13 +115,13 @@ void mesh_text_show_free(struct mesh_text_show *show);
 /* ---- mesh config file ---- */
 
 /* One [Mesh] section: "Mode = off|unicast|multicast" (required, once),
- * "Prefix = CIDR[, CIDR]..." (repeatable; up to WG_MESH_MAX_PREFIXES in all,
+ * "Prefix = CIDR[, CIDR]..." (repeatable; up to MESH_MAX_PREFIXES in all,
  * none twice or inside another; at least one unless the mode is off). Keys
  * and the section name are case-insensitive, '#' starts a comment, blanks
  * around keys and values are ignored. On failure *line is the 1-based line
  * at fault (0: the whole file) and *why the reason: -EINVAL, -E2BIG (over
  * MESH_TEXT_MAX_FILE). cfg is set only on success. The fuzz entry point. */
-int mesh_text_parse_config(const char *text, size_t len, struct wg_mesh_config *cfg, int *line,
+int mesh_text_parse_config(const char *text, size_t len, struct mesh_config *cfg, int *line,
 			   const char **why);
 
 /* ---- VM file ---- */

@@ -44,13 +44,13 @@ enum {
 /* The device's attached-port machinery, created with its first attached
  * port. Only the control plane (write lock) changes it; the thread reads
  * epfd and stop_fd, fixed while it runs. */
-struct wg_attached {
+struct port_attached {
 	pthread_t thread;
 	bool running;
 	int epfd;
 	int stop_fd;
 	bool bypass_tried;
-	struct wg_bypass *bypass;  /* NULL: no BPF, userspace forwards */
+	struct port_bypass *bypass;  /* NULL: no BPF, userspace forwards */
 };
 
 /* ARP, and ICMPv6 types 133-136 (RS, RA, NS, NA) right after a plain IPv6
@@ -145,7 +145,7 @@ static int open_socket(int ifindex)
 /* Before publishing: finds the netdev, takes its MAC as the router MAC
  * (the kernel then accepts the VM's routed frames as its own), opens its
  * packet socket and sets IPv4 rp_filter. 0 or -errno. */
-static int attached_open(struct wg_device *dev, struct wg_port *port)
+static int attached_open(struct wg_device *dev, struct port *port)
 {
 	const char *name = port->cfg.name;
 	int err, ifindex = tun_link_index(name);
@@ -161,7 +161,7 @@ static int attached_open(struct wg_device *dev, struct wg_port *port)
 		return -EINVAL;
 	}
 	port->cfg.has_router_mac = true;
-	wg_port_ndp_config(&port->cfg, &port->ndp);
+	port_ndp_config(&port->cfg, &port->ndp);
 	if (ndp_port_config_check(&port->ndp))
 		return -EINVAL;
 	port->ifindex = ifindex;
@@ -175,7 +175,7 @@ static int attached_open(struct wg_device *dev, struct wg_port *port)
 
 /* ---- the NDP/ARP thread ------------------------------------------------ */
 
-static void serve(struct wg_port *port)
+static void serve(struct port *port)
 {
 	uint8_t frame[FRAME_MAX], reply[NDP_REPLY_MAX];
 	size_t rlen;
@@ -198,7 +198,7 @@ static void serve(struct wg_port *port)
 static void *thread_main(void *arg)
 {
 	struct wg_device *dev = arg;
-	struct wg_attached *at = dev->ports->attached;
+	struct port_attached *at = dev->ports->attached;
 	struct epoll_event ev[EVENTS_MAX];
 
 	for (;;) {
@@ -209,7 +209,7 @@ static void *thread_main(void *arg)
 		for (int i = 0; i < n; i++) {
 			uint32_t slot = (uint32_t)ev[i].data.u64;
 			int fd = (int)(ev[i].data.u64 >> 32);
-			struct wg_port *port;
+			struct port *port;
 
 			if (fd == at->stop_fd)
 				return NULL;
@@ -226,9 +226,9 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
-static struct wg_attached *state(struct wg_device *dev)
+static struct port_attached *state(struct wg_device *dev)
 {
-	struct wg_attached *at = dev->ports->attached;
+	struct port_attached *at = dev->ports->attached;
 	struct epoll_event ev = { .events = EPOLLIN };
 
 	if (at)
@@ -261,38 +261,38 @@ fail:
 /* ---- routes and the bypass -------------------------------------------- */
 
 /* Write lock: an address registered to or removed from the port. */
-static void attached_addr_added(struct wg_device *dev, struct wg_port *port,
+static void attached_addr_added(struct wg_device *dev, struct port *port,
 				const struct ip_prefix *a)
 {
-	struct wg_attached *at = dev->ports->attached;
+	struct port_attached *at = dev->ports->attached;
 	int err = tun_route_add(a->family, a->addr, a->cidr, port->ifindex);
 
 	if (err)
 		log_error("port %s: cannot add a host route: %s", port->cfg.name, strerror(-err));
 	if (at && port->bypassed) {
-		err = wg_bypass_route_add(at->bypass, a, port->slot, port->ifindex,
-					  port->cfg.vm_mac, port->cfg.router_mac, port->is_veth);
+		err = port_bypass_route_add(at->bypass, a, port->slot, port->ifindex,
+					    port->cfg.vm_mac, port->cfg.router_mac, port->is_veth);
 		if (err)
 			log_error("port %s: bypass map: %s", port->cfg.name, strerror(-err));
 	}
 }
 
-static void attached_addr_removed(struct wg_device *dev, struct wg_port *port,
+static void attached_addr_removed(struct wg_device *dev, struct port *port,
 				  const struct ip_prefix *a)
 {
-	struct wg_attached *at = dev->ports->attached;
+	struct port_attached *at = dev->ports->attached;
 
 	/* The map entry first: from then on the kernel routes the address. */
 	if (at)
-		wg_bypass_route_del(at->bypass, a);
+		port_bypass_route_del(at->bypass, a);
 	tun_route_del(a->family, a->addr, a->cidr, port->ifindex);
 }
 
 /* Once published (write lock): the NDP reader, the host routes, the
  * bypass program and its map entries. 0 or -errno. */
-static int attached_published(struct wg_device *dev, struct wg_port *port)
+static int attached_published(struct wg_device *dev, struct port *port)
 {
-	struct wg_attached *at = state(dev);
+	struct port_attached *at = state(dev);
 	struct epoll_event ev = { .events = EPOLLIN };
 	int err;
 
@@ -302,11 +302,11 @@ static int attached_published(struct wg_device *dev, struct wg_port *port)
 	if (epoll_ctl(at->epfd, EPOLL_CTL_ADD, port->pkt_fd, &ev))
 		return -errno;
 	if (!at->bypass_tried) {
-		at->bypass = wg_bypass_open();
+		at->bypass = port_bypass_open();
 		at->bypass_tried = true;
 	}
 	if (at->bypass) {
-		err = wg_bypass_attach(at->bypass, port->slot, port->ifindex, port->cfg.router_mac);
+		err = port_bypass_attach(at->bypass, port->slot, port->ifindex, port->cfg.router_mac);
 		if (err)
 			log_error("port %s: no bypass (%s): its VM's frames take the kernel's way",
 				  port->cfg.name, strerror(-err));
@@ -322,14 +322,14 @@ static int attached_published(struct wg_device *dev, struct wg_port *port)
 
 /* Write lock, the port out of the slot table: its routes, map entries,
  * program and packet socket go. */
-static void attached_close(struct wg_device *dev, struct wg_port *port)
+static void attached_close(struct wg_device *dev, struct port *port)
 {
-	struct wg_attached *at = dev->ports->attached;
+	struct port_attached *at = dev->ports->attached;
 
 	for (size_t i = 0; i < port->cfg.n_addrs; i++)
 		attached_addr_removed(dev, port, &port->cfg.addrs[i]);
 	if (at && port->bypassed)
-		wg_bypass_detach(at->bypass, port->slot);
+		port_bypass_detach(at->bypass, port->slot);
 	port->bypassed = false;
 	if (port->pkt_fd >= 0) {
 		if (at)
@@ -341,21 +341,21 @@ static void attached_close(struct wg_device *dev, struct wg_port *port)
 
 /* The bypass program's counters (zero without BPF); what it dropped for a
  * source not registered to the port counts with userspace's drops. */
-static void attached_info(struct wg_device *dev, const struct wg_port *port,
+static void attached_info(struct wg_device *dev, const struct port *port,
 			  struct port_info *info)
 {
-	struct wg_attached *at = dev->ports->attached;
+	struct port_attached *at = dev->ports->attached;
 	uint64_t spoofed = 0;
 
 	if (at && port->bypassed)
-		wg_bypass_stats(at->bypass, port->slot, &info->bypass_packets, &info->bypass_bytes,
-				&spoofed);
+		port_bypass_stats(at->bypass, port->slot, &info->bypass_packets, &info->bypass_bytes,
+				  &spoofed);
 	info->drop_spoofed_source += spoofed;
 }
 
-void wg_attached_stop(struct wg_device *dev)
+void port_attached_stop(struct wg_device *dev)
 {
-	struct wg_attached *at = dev->ports->attached;
+	struct port_attached *at = dev->ports->attached;
 	uint64_t one = 1;
 
 	if (!at || !at->running)
@@ -366,14 +366,14 @@ void wg_attached_stop(struct wg_device *dev)
 	at->running = false;
 }
 
-void wg_attached_free(struct wg_device *dev)
+void port_attached_free(struct wg_device *dev)
 {
-	struct wg_attached *at = dev->ports->attached;
+	struct port_attached *at = dev->ports->attached;
 
 	if (!at)
 		return;
-	wg_attached_stop(dev);
-	wg_bypass_close(at->bypass);
+	port_attached_stop(dev);
+	port_bypass_close(at->bypass);
 	close(at->epfd);
 	close(at->stop_fd);
 	free(at);

@@ -13,11 +13,11 @@
 #define WEFT_PORT_ATTACHED_H
 
 struct wg_device;
-struct wg_port;
+struct port;
 
 /* At device stop, no lock held: the NDP thread ends. */
-void wg_attached_stop(struct wg_device *dev);
+void port_attached_stop(struct wg_device *dev);
 /* At teardown, after every port was closed: the bypass program goes. */
-void wg_attached_free(struct wg_device *dev);
+void port_attached_free(struct wg_device *dev);
 
 #endif

@@ -29,7 +29,7 @@ struct attachment {
 	bool clsact;                 /* the fallback: a clsact filter */
 };
 
-struct wg_bypass {
+struct port_bypass {
 	struct bypass_bpf *skel;
 	int n_cpus;
 	struct attachment at[PORT_MAX];
@@ -43,10 +43,10 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
-struct wg_bypass *wg_bypass_open(void)
+struct port_bypass *port_bypass_open(void)
 {
 	const char *env = getenv("WEFT_BPF");
-	struct wg_bypass *b;
+	struct port_bypass *b;
 	int err;
 
 	if (env && !strcmp(env, "0")) {
@@ -64,19 +64,19 @@ struct wg_bypass *wg_bypass_open(void)
 		log_info("bypass: cannot load the BPF program (%s): VM-to-VM frames go through "
 			 "userspace",
 			 strerror(err ? -err : EINVAL));
-		wg_bypass_close(b);
+		port_bypass_close(b);
 		return NULL;
 	}
 	log_info("bypass: loaded");
 	return b;
 }
 
-void wg_bypass_close(struct wg_bypass *b)
+void port_bypass_close(struct port_bypass *b)
 {
 	if (!b)
 		return;
 	for (int i = 0; i < PORT_MAX; i++)
-		wg_bypass_detach(b, i);
+		port_bypass_detach(b, i);
 	if (b->skel)
 		bypass_bpf__destroy(b->skel);
 	free(b);
@@ -84,7 +84,7 @@ void wg_bypass_close(struct wg_bypass *b)
 
 /* The clsact fallback (kernels before tcx): lost if the netdev changes
  * namespace, which an attached port's netdev does not. */
-static int attach_clsact(struct wg_bypass *b, int ifindex)
+static int attach_clsact(struct port_bypass *b, int ifindex)
 {
 	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
 	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = 1, .priority = 1,
@@ -104,7 +104,7 @@ static void detach_clsact(int ifindex)
 	bpf_tc_detach(&hook, &opts);
 }
 
-int wg_bypass_attach(struct wg_bypass *b, int slot, int ifindex, const uint8_t router_mac[6])
+int port_bypass_attach(struct port_bypass *b, int slot, int ifindex, const uint8_t router_mac[6])
 {
 	struct bypass_port port = { .slot = (uint32_t)slot };
 	struct bypass_stats *zero;
@@ -115,7 +115,7 @@ int wg_bypass_attach(struct wg_bypass *b, int slot, int ifindex, const uint8_t r
 	if (!b || slot < 0 || slot >= PORT_MAX)
 		return -EINVAL;
 	at = &b->at[slot];
-	wg_bypass_detach(b, slot);
+	port_bypass_detach(b, slot);
 	memcpy(port.router_mac, router_mac, 6);
 	/* A reused slot starts from zero. */
 	zero = calloc((size_t)b->n_cpus, sizeof(*zero));
@@ -143,7 +143,7 @@ int wg_bypass_attach(struct wg_bypass *b, int slot, int ifindex, const uint8_t r
 	return 0;
 }
 
-void wg_bypass_detach(struct wg_bypass *b, int slot)
+void port_bypass_detach(struct port_bypass *b, int slot)
 {
 	struct attachment *at;
 	uint32_t key;
@@ -161,7 +161,7 @@ void wg_bypass_detach(struct wg_bypass *b, int slot)
 }
 
 /* The trie and key of a: key points into k4 or k6. */
-static int route_key(struct wg_bypass *b, const struct ip_prefix *a, struct bypass_key4 *k4,
+static int route_key(struct port_bypass *b, const struct ip_prefix *a, struct bypass_key4 *k4,
 		     struct bypass_key6 *k6, const void **key)
 {
 	if (a->family == AF_INET) {
@@ -176,8 +176,8 @@ static int route_key(struct wg_bypass *b, const struct ip_prefix *a, struct bypa
 	return bpf_map__fd(b->skel->maps.routes6);
 }
 
-int wg_bypass_route_add(struct wg_bypass *b, const struct ip_prefix *a, int slot, int ifindex,
-			const uint8_t vm_mac[6], const uint8_t router_mac[6], bool is_veth)
+int port_bypass_route_add(struct port_bypass *b, const struct ip_prefix *a, int slot, int ifindex,
+			  const uint8_t vm_mac[6], const uint8_t router_mac[6], bool is_veth)
 {
 	struct bypass_dest d = { .ifindex = (uint32_t)ifindex, .is_veth = is_veth,
 				 .slot = (uint16_t)slot };
@@ -194,7 +194,7 @@ int wg_bypass_route_add(struct wg_bypass *b, const struct ip_prefix *a, int slot
 	return bpf_map_update_elem(fd, key, &d, BPF_ANY) ? -errno : 0;
 }
 
-void wg_bypass_route_del(struct wg_bypass *b, const struct ip_prefix *a)
+void port_bypass_route_del(struct port_bypass *b, const struct ip_prefix *a)
 {
 	struct bypass_key4 k4;
 	struct bypass_key6 k6;
@@ -207,8 +207,8 @@ void wg_bypass_route_del(struct wg_bypass *b, const struct ip_prefix *a)
 	bpf_map_delete_elem(fd, key);
 }
 
-void wg_bypass_stats(struct wg_bypass *b, int slot, uint64_t *packets, uint64_t *bytes,
-		     uint64_t *spoofed)
+void port_bypass_stats(struct port_bypass *b, int slot, uint64_t *packets, uint64_t *bytes,
+		       uint64_t *spoofed)
 {
 	struct bypass_stats *per_cpu;
 	uint32_t key = (uint32_t)slot;
@@ -227,7 +227,7 @@ void wg_bypass_stats(struct wg_bypass *b, int slot, uint64_t *packets, uint64_t 
 	free(per_cpu);
 }
 
-int wg_bypass_prog_fd(struct wg_bypass *b)
+int port_bypass_prog_fd(struct port_bypass *b)
 {
 	return b ? bpf_program__fd(b->skel->progs.weft_bypass) : -EINVAL;
 }

@@ -81,7 +81,7 @@ int ports_file_apply(struct ports_file *pf, struct wg_device *dev, char *summary
 			 why ? why : strerror(-err));
 		goto out;
 	}
-	err = wg_device_port_list(dev, &have, &n_have);
+	err = port_list(dev, &have, &n_have);
 	if (err)
 		goto fail_plain;
 	if (n_have) {
@@ -119,8 +119,8 @@ int ports_file_apply(struct ports_file *pf, struct wg_device *dev, char *summary
 		const char *name = s->kind == PORT_STEP_DEL ? mine[s->index].cfg.name
 							    : want[s->index].name;
 
-		err = s->kind == PORT_STEP_DEL ? wg_device_port_del(dev, name)
-					       : wg_device_port_add(dev, &want[s->index]);
+		err = s->kind == PORT_STEP_DEL ? port_del(dev, name)
+					       : port_add(dev, &want[s->index]);
 		if (err) {
 			log_error("ports file %s: %s port %s: %s", pf->path,
 				  s->kind == PORT_STEP_DEL ? "removing" : "adding", name,

@@ -16,12 +16,12 @@
 
 enum { PORT_RELEASE_WAIT_MS = 5000 };
 
-void wg_port_get(struct wg_port *port)
+void port_get(struct port *port)
 {
 	atomic_fetch_add(&port->refs, 1);
 }
 
-void wg_port_put(struct wg_port *port)
+void port_put(struct port *port)
 {
 	if (atomic_fetch_sub(&port->refs, 1) != 1)
 		return;
@@ -35,7 +35,7 @@ void wg_port_put(struct wg_port *port)
 	free(port);
 }
 
-void wg_port_ndp_config(const struct port_config *cfg, struct ndp_port_config *ndp)
+void port_ndp_config(const struct port_config *cfg, struct ndp_port_config *ndp)
 {
 	static const uint8_t router_mac[6] = PORT_ROUTER_MAC_DEFAULT;
 	static const uint8_t gateway4[4] = PORT_GATEWAY4_DEFAULT;
@@ -70,7 +70,7 @@ void wg_port_ndp_config(const struct port_config *cfg, struct ndp_port_config *n
 	}
 }
 
-static struct wg_port *port_by_name(struct wg_device *dev, const char *name)
+static struct port *port_by_name(struct wg_device *dev, const char *name)
 {
 	for (int i = 0; i < PORT_MAX; i++)
 		if (dev->ports->slot[i] && !strcmp(dev->ports->slot[i]->cfg.name, name))
@@ -82,7 +82,7 @@ static struct wg_port *port_by_name(struct wg_device *dev, const char *name)
 static bool addresses_taken(struct wg_device *dev, const struct port_config *cfg)
 {
 	for (int i = 0; i < PORT_MAX; i++) {
-		const struct wg_port *other = dev->ports->slot[i];
+		const struct port *other = dev->ports->slot[i];
 
 		if (other && port_config_share_addr(&other->cfg, cfg))
 			return true;
@@ -103,9 +103,9 @@ static const struct port_class *class_of(enum port_type type)
 	return NULL;
 }
 
-static struct wg_port *port_new(struct wg_device *dev, const struct port_config *cfg, int *err)
+static struct port *port_new(struct wg_device *dev, const struct port_config *cfg, int *err)
 {
-	struct wg_port *port = calloc(1, sizeof(*port));
+	struct port *port = calloc(1, sizeof(*port));
 
 	*err = -ENOMEM;
 	if (!port)
@@ -115,7 +115,7 @@ static struct wg_port *port_new(struct wg_device *dev, const struct port_config 
 	port->cfg = *cfg;
 	if (!port->cfg.mtu)
 		port->cfg.mtu = PORT_MTU_DEFAULT;
-	wg_port_ndp_config(&port->cfg, &port->ndp);
+	port_ndp_config(&port->cfg, &port->ndp);
 	memcpy(port->cfg.router_mac, port->ndp.router_mac, 6);
 	port->cfg.has_router_mac = true;
 	if (port->ndp.has_gateway4) {
@@ -135,13 +135,13 @@ static struct wg_port *port_new(struct wg_device *dev, const struct port_config 
 		goto fail;
 	return port;
 fail:
-	wg_port_put(port);
+	port_put(port);
 	return NULL;
 }
 
 /* With the write lock: the port's prefixes into the forwarding table, the
  * port into a free slot. */
-static int publish(struct wg_device *dev, struct wg_port *port)
+static int publish(struct wg_device *dev, struct port *port)
 {
 	int slot = -1, err = 0;
 	size_t i;
@@ -170,7 +170,7 @@ static int publish(struct wg_device *dev, struct wg_port *port)
 }
 
 /* With the write lock: the port out of the tables (and off its netdev). */
-static void unpublish(struct wg_device *dev, struct wg_port *port)
+static void unpublish(struct wg_device *dev, struct port *port)
 {
 	rt_remove_value(dev->allowed_ips, &port->hop);
 	dev->ports->slot[port->slot] = NULL;
@@ -179,10 +179,10 @@ static void unpublish(struct wg_device *dev, struct wg_port *port)
 		port->class->unpublished(dev, port);
 }
 
-int wg_device_port_add(struct wg_device *dev, const struct port_config *cfg)
+int port_add(struct wg_device *dev, const struct port_config *cfg)
 {
 	const char *why = NULL;
-	struct wg_port *port;
+	struct port *port;
 	int err;
 
 	if (port_config_check(cfg, &why)) {
@@ -209,7 +209,7 @@ int wg_device_port_add(struct wg_device *dev, const struct port_config *cfg)
 	}
 	pthread_rwlock_unlock(&dev->lock);
 	if (err) {
-		wg_port_put(port);
+		port_put(port);
 		return err;
 	}
 	wg_device_kick(dev, -1);
@@ -223,7 +223,7 @@ int wg_device_port_add(struct wg_device *dev, const struct port_config *cfg)
  * cancelled), so that the tap netdev is gone when port del returns and its
  * name can be taken again at once. Bounded: a wedged worker costs a log
  * line, not a hung control socket. */
-static bool wait_workers_gone(struct wg_port *port)
+static bool wait_workers_gone(struct port *port)
 {
 	for (int ms = 0; atomic_load(&port->refs) > 1; ms++) {
 		if (ms == PORT_RELEASE_WAIT_MS) {
@@ -235,9 +235,9 @@ static bool wait_workers_gone(struct wg_port *port)
 	return true;
 }
 
-int wg_device_port_del(struct wg_device *dev, const char *name)
+int port_del(struct wg_device *dev, const char *name)
 {
-	struct wg_port *port;
+	struct port *port;
 
 	pthread_rwlock_wrlock(&dev->lock);
 	port = port_by_name(dev, name);
@@ -253,12 +253,12 @@ int wg_device_port_del(struct wg_device *dev, const char *name)
 	if (wait_workers_gone(port) && port->class->release)
 		port->class->release(port);
 	log_info("port %s removed", name);
-	wg_port_put(port);
+	port_put(port);
 	return 0;
 }
 
-static struct wg_port *port_with_addr(struct wg_device *dev, const struct ip_prefix *a,
-				      size_t *index)
+static struct port *port_with_addr(struct wg_device *dev, const struct ip_prefix *a,
+				   size_t *index)
 {
 	for (int i = 0; i < PORT_MAX; i++)
 		for (size_t j = 0; dev->ports->slot[i] && j < dev->ports->slot[i]->cfg.n_addrs; j++)
@@ -270,20 +270,20 @@ static struct wg_port *port_with_addr(struct wg_device *dev, const struct ip_pre
 }
 
 /* The port's NDP view follows its addresses (it never answers for them). */
-static void port_readdressed(struct wg_port *port)
+static void port_readdressed(struct port *port)
 {
-	wg_port_ndp_config(&port->cfg, &port->ndp);
+	port_ndp_config(&port->cfg, &port->ndp);
 	if (port->ndp.has_gateway4 && !port->cfg.has_gateway4) {
 		memcpy(port->cfg.gateway4, port->ndp.gateway4, 4);
 		port->cfg.has_gateway4 = true;
 	}
 }
 
-int wg_device_port_register(struct wg_device *dev, const char *name, const struct ip_prefix *addrs,
-			    size_t n)
+int port_register(struct wg_device *dev, const char *name, const struct ip_prefix *addrs,
+		  size_t n)
 {
 	struct port_config next;
-	struct wg_port *port, *other;
+	struct port *port, *other;
 	const char *why = NULL;
 	size_t idx, added = 0;
 	int err = 0;
@@ -338,9 +338,9 @@ out:
 	return err;
 }
 
-int wg_device_port_unregister(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
+int port_unregister(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
 {
-	struct wg_port *port;
+	struct port *port;
 	size_t idx;
 	int err = 0;
 
@@ -364,7 +364,7 @@ int wg_device_port_unregister(struct wg_device *dev, const struct ip_prefix *add
 	return err;
 }
 
-static void fill_info(struct wg_device *dev, const struct wg_port *port, struct port_info *info)
+static void fill_info(struct wg_device *dev, const struct port *port, struct port_info *info)
 {
 	const struct port_counters *c = &port->counters;
 	const struct ndp_stats *ns = &port->ndp_state.stats;
@@ -387,7 +387,7 @@ static void fill_info(struct wg_device *dev, const struct wg_port *port, struct 
 		port->class->info(dev, port, info);
 }
 
-int wg_device_port_list(struct wg_device *dev, struct port_info **out, size_t *n)
+int port_list(struct wg_device *dev, struct port_info **out, size_t *n)
 {
 	struct port_info *info;
 	uint64_t *seq;
@@ -427,23 +427,23 @@ int wg_device_port_list(struct wg_device *dev, struct port_info **out, size_t *n
 	return 0;
 }
 
-int wg_ports_new(struct wg_device *dev)
+int port_table_new(struct wg_device *dev)
 {
 	dev->ports = calloc(1, sizeof(*dev->ports));
 	return dev->ports ? 0 : -ENOMEM;
 }
 
-void wg_ports_halt_backends(struct wg_device *dev)
+void port_table_halt_backends(struct wg_device *dev)
 {
 	if (!dev->ports)
 		return;
 	for (int i = 0; i < PORT_MAX; i++)
 		if (dev->ports->slot[i] && dev->ports->slot[i]->class->halt)
 			dev->ports->slot[i]->class->halt(dev->ports->slot[i]);
-	wg_attached_stop(dev);
+	port_attached_stop(dev);
 }
 
-void wg_ports_free(struct wg_device *dev)
+void port_table_free(struct wg_device *dev)
 {
 	if (!dev->ports)
 		return;
@@ -453,10 +453,10 @@ void wg_ports_free(struct wg_device *dev)
 		rt_remove_value(dev->allowed_ips, &dev->ports->slot[i]->hop);
 		if (dev->ports->slot[i]->class->unpublished)
 			dev->ports->slot[i]->class->unpublished(dev, dev->ports->slot[i]);
-		wg_port_put(dev->ports->slot[i]);
+		port_put(dev->ports->slot[i]);
 		dev->ports->slot[i] = NULL;
 	}
-	wg_attached_free(dev);
+	port_attached_free(dev);
 	free(dev->ports);
 	dev->ports = NULL;
 }

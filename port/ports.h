@@ -19,8 +19,8 @@
 #include "wg/socket.h"
 
 struct wg_device;
-struct wg_port;
-struct wg_vhost;
+struct port;
+struct port_vhost;
 
 /* What differs between the kinds of port: one table per type, as OVS has
  * netdev_class, in the file of the type: tap (port/tap.c), vhost-user
@@ -31,22 +31,22 @@ struct port_class {
 	/* Before the port is published, no lock held: opens its queues or
 	 * its backend. 0 or -errno; the port is put on failure, which calls
 	 * release. */
-	int (*open)(struct wg_device *dev, struct wg_port *port);
+	int (*open)(struct wg_device *dev, struct port *port);
 	/* With the write lock, just after the port entered the tables, and
 	 * just before it leaves them (or at teardown). */
-	int (*published)(struct wg_device *dev, struct wg_port *port);
-	void (*unpublished)(struct wg_device *dev, struct wg_port *port);
+	int (*published)(struct wg_device *dev, struct port *port);
+	void (*unpublished)(struct wg_device *dev, struct port *port);
 	/* With the write lock: an address registered to or removed from it. */
-	void (*addr_added)(struct wg_device *dev, struct wg_port *port, const struct ip_prefix *a);
-	void (*addr_removed)(struct wg_device *dev, struct wg_port *port, const struct ip_prefix *a);
+	void (*addr_added)(struct wg_device *dev, struct port *port, const struct ip_prefix *a);
+	void (*addr_removed)(struct wg_device *dev, struct port *port, const struct ip_prefix *a);
 	/* With the read lock: whether its VM is connected, and the type's own
 	 * counters, into info (which holds the common ones). */
-	void (*info)(struct wg_device *dev, const struct wg_port *port, struct port_info *info);
+	void (*info)(struct wg_device *dev, const struct port *port, struct port_info *info);
 	/* At device stop, no lock held: the port's own thread ends. */
-	void (*halt)(struct wg_port *port);
+	void (*halt)(struct port *port);
 	/* Once no worker touches the port, or at its last reference: the
 	 * backend goes (called again, it does nothing). */
-	void (*release)(struct wg_port *port);
+	void (*release)(struct port *port);
 	/* Its VM is reached through the TUN and the host's routes, not
 	 * through queues of weftd's own. */
 	bool via_host;
@@ -54,7 +54,7 @@ struct port_class {
 
 extern const struct port_class port_tap_class, port_vhost_class, port_attached_class;
 
-struct wg_port {
+struct port {
 	struct rt_hop hop;               /* first: the forwarding table's value */
 	const struct port_class *class;  /* by cfg.type */
 	struct port_config cfg;          /* with defaults filled in; immutable */
@@ -63,7 +63,7 @@ struct wg_port {
 	struct port_counters counters;
 	int fds[WG_MAX_WORKERS];         /* tap: one queue per worker */
 	int n_fds;
-	struct wg_vhost *vhost;          /* vhost-user: the backend; NULL: tap */
+	struct port_vhost *vhost;          /* vhost-user: the backend; NULL: tap */
 	bool offload;                    /* tap: TSO and checksum offload on */
 	int ifindex;                     /* attached: the netdev */
 	int pkt_fd;                      /* attached: its NDP/ARP packet socket */
@@ -76,52 +76,52 @@ struct wg_port {
 
 /* The device's VM ports (dev->ports), changed under the device write lock. */
 struct port_table {
-	struct wg_port *slot[PORT_MAX];  /* NULL: free */
+	struct port *slot[PORT_MAX];  /* NULL: free */
 	uint64_t seq;                    /* the next port's creation stamp */
 	_Atomic uint64_t gen;            /* bumped on every port change */
-	struct wg_attached *attached;    /* port/attached.h; NULL: none yet */
+	struct port_attached *attached;    /* port/attached.h; NULL: none yet */
 };
 
-static inline struct wg_port *wg_port_from_hop(struct rt_hop *hop)
+static inline struct port *port_from_hop(struct rt_hop *hop)
 {
-	return (struct wg_port *)hop;
+	return (struct port *)hop;
 }
 
-void wg_port_get(struct wg_port *port);
+void port_get(struct port *port);
 /* Drops a reference; the last one closes the port's fds and frees it. */
-void wg_port_put(struct wg_port *port);
+void port_put(struct port *port);
 
 /* The NDP/ARP responder's view of a port configuration (defaults filled). */
-void wg_port_ndp_config(const struct port_config *cfg, struct ndp_port_config *ndp);
+void port_ndp_config(const struct port_config *cfg, struct ndp_port_config *ndp);
 
 /* The device's empty port table (dev->ports), before it starts: 0 or
  * -ENOMEM. */
-int wg_ports_new(struct wg_device *dev);
+int port_table_new(struct wg_device *dev);
 /* At device stop, before the workers stop: the vhost-user threads, with no
  * lock held (they take the device lock and wake the workers). Then, at
- * teardown with the write lock held, wg_ports_free frees every port and the
+ * teardown with the write lock held, port_table_free frees every port and the
  * table. */
-void wg_ports_halt_backends(struct wg_device *dev);
-void wg_ports_free(struct wg_device *dev);
+void port_table_halt_backends(struct wg_device *dev);
+void port_table_free(struct wg_device *dev);
 
 /* Adds a VM port (port/config.h), checked with port_config_check first: 0, -EEXIST (name or an address taken by another port), -EINVAL,
  * -ENOSPC (PORT_MAX), or what opening the tap or vhost-user socket said. */
-int wg_device_port_add(struct wg_device *dev, const struct port_config *cfg);
+int port_add(struct wg_device *dev, const struct port_config *cfg);
 /* Removes a port by name. 0 or -ENOENT. */
-int wg_device_port_del(struct wg_device *dev, const char *name);
+int port_del(struct wg_device *dev, const char *name);
 /* A snapshot of every port in creation order (malloc'd array, the caller
  * frees it). 0 or -ENOMEM. */
-int wg_device_port_list(struct wg_device *dev, struct port_info **out, size_t *n);
+int port_list(struct wg_device *dev, struct port_info **out, size_t *n);
 
 /* Registers addrs[0, n) (checked like a port's `address`) to the port
  * named name, at run time: its anti-spoofing set, its NDP view and the
  * forwarding table. Addresses it has already are skipped. 0, -ENOENT (no
  * such port), -EEXIST (another port has one), -ENOSPC (PORT_MAX_ADDRS),
  * -EINVAL. All or nothing but for -ENOMEM. */
-int wg_device_port_register(struct wg_device *dev, const char *name, const struct ip_prefix *addrs,
-			    size_t n);
+int port_register(struct wg_device *dev, const char *name, const struct ip_prefix *addrs,
+		  size_t n);
 /* Unregisters addrs from whichever ports have them: 0, or -ENOENT when one
  * is registered nowhere (then nothing changed). */
-int wg_device_port_unregister(struct wg_device *dev, const struct ip_prefix *addrs, size_t n);
+int port_unregister(struct wg_device *dev, const struct ip_prefix *addrs, size_t n);
 
 #endif

@@ -13,7 +13,7 @@
 
 /* Lets the VM's kernel hand over TCP super-packets and leave checksums to
  * us, as it would to a virtio-net NIC (WEFT_TAP_OFFLOAD=0: off). */
-static bool tap_offload(struct wg_port *port)
+static bool tap_offload(struct port *port)
 {
 	const char *env = getenv("WEFT_TAP_OFFLOAD");
 	int err = 0;
@@ -31,7 +31,7 @@ static bool tap_offload(struct wg_port *port)
 	return !err;
 }
 
-static int tap_open(struct wg_device *dev, struct wg_port *port)
+static int tap_open(struct wg_device *dev, struct port *port)
 {
 	int err = tun_open_tap(port->cfg.name, port->fds, dev->n_workers);
 
@@ -47,7 +47,7 @@ static int tap_open(struct wg_device *dev, struct wg_port *port)
 
 /* A tap is usually moved into its VM's namespace: its state is read where
  * it lives, through its fd, not by name here. */
-static void tap_info(struct wg_device *dev, const struct wg_port *port, struct port_info *info)
+static void tap_info(struct wg_device *dev, const struct port *port, struct port_info *info)
 {
 	struct tun_link_state st;
 

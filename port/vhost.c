@@ -18,7 +18,7 @@
 
 struct vhost_ctx {
 	struct wg_device *dev;
-	struct wg_port *port;
+	struct port *port;
 };
 
 /* Workers re-read the rings they serve at their next batch. */
@@ -28,9 +28,9 @@ static void rings_changed(struct wg_device *dev)
 	wg_device_kick(dev, -1);
 }
 
-static void disconnect(struct wg_device *dev, struct wg_port *port, const char *why)
+static void disconnect(struct wg_device *dev, struct port *port, const char *why)
 {
-	struct wg_vhost *v = port->vhost;
+	struct port_vhost *v = port->vhost;
 
 	pthread_rwlock_wrlock(&dev->lock);
 	vhu_dev_reset(&v->vdev);
@@ -43,7 +43,7 @@ static void disconnect(struct wg_device *dev, struct wg_port *port, const char *
 	log_info("port %s: vhost-user frontend disconnected (%s)", port->cfg.name, why);
 }
 
-static void connected(struct wg_port *port, int fd)
+static void connected(struct port *port, int fd)
 {
 	/* Non-blocking: a frontend that stalls mid-message is given a second
 	 * (vhu_read_msg), not the port's thread and the device lock. */
@@ -55,9 +55,9 @@ static void connected(struct wg_port *port, int fd)
 
 /* One message: read outside the lock (it may wait for a slow sender),
  * applied inside it, answered outside it again. */
-static void serve_message(struct wg_device *dev, struct wg_port *port)
+static void serve_message(struct wg_device *dev, struct port *port)
 {
-	struct wg_vhost *v = port->vhost;
+	struct port_vhost *v = port->vhost;
 	struct vhu_result res = { 0 };
 	struct vhu_msg msg, reply;
 	int r = vhu_read_msg(v->conn_fd, &msg);
@@ -100,8 +100,8 @@ static void serve_message(struct wg_device *dev, struct wg_port *port)
 static void *vhost_thread(void *arg)
 {
 	struct vhost_ctx ctx = *(struct vhost_ctx *)arg;
-	struct wg_port *port = ctx.port;
-	struct wg_vhost *v = port->vhost;
+	struct port *port = ctx.port;
+	struct port_vhost *v = port->vhost;
 	int timeout;
 
 	free(arg);
@@ -117,7 +117,7 @@ static void *vhost_thread(void *arg)
 			sock = fd;
 		}
 		pfd[1] = (struct pollfd){ .fd = sock, .events = POLLIN };
-		timeout = sock < 0 ? WG_VHOST_RECONNECT_MS : -1;
+		timeout = sock < 0 ? PORT_VHOST_RECONNECT_MS : -1;
 		if (poll(pfd, 2, timeout) < 0 && errno != EINTR)
 			break;
 		if (pfd[0].revents) {
@@ -151,9 +151,9 @@ static void *vhost_thread(void *arg)
 
 /* Opens the socket (listen or first connect attempt) and starts the
  * thread. 0 or -errno. */
-static int vhost_start(struct wg_device *dev, struct wg_port *port)
+static int vhost_start(struct wg_device *dev, struct port *port)
 {
-	struct wg_vhost *v = calloc(1, sizeof(*v));
+	struct port_vhost *v = calloc(1, sizeof(*v));
 	struct vhost_ctx *ctx = calloc(1, sizeof(*ctx));
 	int err;
 
@@ -199,7 +199,7 @@ static int vhost_start(struct wg_device *dev, struct wg_port *port)
 	return 0;
 }
 
-static void wake(struct wg_vhost *v)
+static void wake(struct port_vhost *v)
 {
 	uint64_t one = 1;
 
@@ -207,7 +207,7 @@ static void wake(struct wg_vhost *v)
 		log_error("cannot wake a vhost-user thread: %s", strerror(errno));
 }
 
-void wg_vhost_report_broken(struct wg_port *port)
+void port_vhost_report_broken(struct port *port)
 {
 	if (!atomic_exchange(&port->vhost->broken, true))
 		wake(port->vhost);
@@ -215,9 +215,9 @@ void wg_vhost_report_broken(struct wg_port *port)
 
 /* Stops the thread (no lock held: it takes the device lock), leaving the
  * guest's memory mapped for workers that may still be running. */
-static void vhost_halt(struct wg_port *port)
+static void vhost_halt(struct port *port)
 {
-	struct wg_vhost *v = port->vhost;
+	struct port_vhost *v = port->vhost;
 
 	if (!v || !v->thread_started)
 		return;
@@ -229,9 +229,9 @@ static void vhost_halt(struct wg_port *port)
 
 /* vhost_halt, then closes and unmaps everything (no worker serves the
  * port any more). */
-static void vhost_stop(struct wg_port *port)
+static void vhost_stop(struct port *port)
 {
-	struct wg_vhost *v = port->vhost;
+	struct port_vhost *v = port->vhost;
 
 	if (!v)
 		return;
@@ -251,7 +251,7 @@ static void vhost_stop(struct wg_port *port)
 	port->vhost = NULL;
 }
 
-static void vhost_info(struct wg_device *dev, const struct wg_port *port, struct port_info *info)
+static void vhost_info(struct wg_device *dev, const struct port *port, struct port_info *info)
 {
 	info->connected = atomic_load(&port->vhost->connected);
 	info->frontend_stalls = atomic_load(&port->vhost->stalls);

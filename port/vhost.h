@@ -14,11 +14,11 @@
 #include "tun/vhost_user.h"
 
 struct wg_device;
-struct wg_port;
+struct port;
 
-enum { WG_VHOST_RECONNECT_MS = 1000 }; /* client mode: retry interval */
+enum { PORT_VHOST_RECONNECT_MS = 1000 }; /* client mode: retry interval */
 
-struct wg_vhost {
+struct port_vhost {
 	struct vhu_dev vdev;           /* changed under the device write lock */
 	int listen_fd;                 /* server mode, else -1 */
 	int conn_fd;                   /* the frontend, -1: none */
@@ -39,6 +39,6 @@ struct wg_vhost {
 };
 
 /* From a worker: the frontend broke a ring rule; disconnect it. */
-void wg_vhost_report_broken(struct wg_port *port);
+void port_vhost_report_broken(struct port *port);
 
 #endif

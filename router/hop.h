@@ -9,7 +9,7 @@
 
 enum rt_hop_kind {
 	RT_HOP_PEER = 1, /* struct wg_peer: seal and send through the tunnel */
-	RT_HOP_PORT = 2, /* struct wg_port: a local VM */
+	RT_HOP_PORT = 2, /* struct port: a local VM */
 	RT_HOP_REMOTE = 3, /* struct mesh_loc: a learned remote VM address */
 	RT_HOP_MESH = 4, /* a mesh prefix: an address nobody told us about yet */
 };

@@ -33,9 +33,9 @@
 
 struct ip_prefix;
 struct port_table;
-struct wg_mesh;
+struct mesh;
 struct wg_peer;
-struct wg_worker;
+struct dp_worker;
 
 enum { WG_PEER_BUCKETS = 1 << 12 };
 
@@ -83,7 +83,7 @@ struct wg_device {
 	uint32_t fwmark;
 	struct wg_socket_set sockets;        /* a pair per worker; fds read lock-free */
 
-	struct wg_mesh *mesh;                /* mesh/mesh.h; NULL: no mesh */
+	struct mesh *mesh;                /* mesh/mesh.h; NULL: no mesh */
 
 	struct wg_index_table index;
 	struct wg_cookie_checker cookie_checker;
@@ -91,7 +91,7 @@ struct wg_device {
 	struct wg_handshake_queue hsq;
 	struct wg_stats stats;
 
-	struct wg_worker *workers[WG_MAX_WORKERS];
+	struct dp_worker *workers[WG_MAX_WORKERS];
 	bool running;
 	pthread_t timer_thread;
 	pthread_mutex_t timer_lock;   /* with timer_cond, wakes the timer thread */

@@ -16,9 +16,9 @@ static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
 struct port_info fake_ports[FAKE_CAPACITY];
 size_t fake_n;
 unsigned int fake_adds, fake_dels, fake_vm_adds, fake_vm_dels;
-struct wg_mesh_config fake_mesh;
-struct wg_mesh_stats fake_mesh_stats;
-struct wg_mesh_route *fake_routes;
+struct mesh_config fake_mesh;
+struct mesh_stats fake_mesh_stats;
+struct mesh_route *fake_routes;
 size_t fake_n_routes;
 
 /* The port holding a, or -1. */
@@ -39,7 +39,7 @@ static bool fake_taken(const struct port_config *cfg)
 	return false;
 }
 
-int wg_device_port_add(struct wg_device *dev, const struct port_config *cfg)
+int port_add(struct wg_device *dev, const struct port_config *cfg)
 {
 	int ret = 0;
 
@@ -68,7 +68,7 @@ int wg_device_port_add(struct wg_device *dev, const struct port_config *cfg)
 	return ret;
 }
 
-int wg_device_port_del(struct wg_device *dev, const char *name)
+int port_del(struct wg_device *dev, const char *name)
 {
 	int ret = -ENOENT;
 
@@ -86,7 +86,7 @@ int wg_device_port_del(struct wg_device *dev, const char *name)
 	return ret;
 }
 
-int wg_device_port_list(struct wg_device *dev, struct port_info **out, size_t *n)
+int port_list(struct wg_device *dev, struct port_info **out, size_t *n)
 {
 	pthread_mutex_lock(&fake_lock);
 	*out = malloc((fake_n ? fake_n : 1) * sizeof(**out));
@@ -100,12 +100,12 @@ int wg_device_port_list(struct wg_device *dev, struct port_info **out, size_t *n
 /* ---- the mesh ---------------------------------------------------------- */
 
 /* As the real mesh might: a mode that discovers needs a prefix. */
-int wg_mesh_set(struct wg_device *dev, const struct wg_mesh_config *cfg)
+int mesh_set(struct wg_device *dev, const struct mesh_config *cfg)
 {
 	int ret = 0;
 
-	if ((unsigned int)cfg->mode > WG_MESH_MULTICAST || cfg->n_prefixes > WG_MESH_MAX_PREFIXES ||
-	    (cfg->mode != WG_MESH_OFF && !cfg->n_prefixes))
+	if ((unsigned int)cfg->mode > MESH_MULTICAST || cfg->n_prefixes > MESH_MAX_PREFIXES ||
+	    (cfg->mode != MESH_OFF && !cfg->n_prefixes))
 		return -EINVAL;
 	pthread_mutex_lock(&fake_lock);
 	fake_mesh = *cfg;
@@ -113,7 +113,7 @@ int wg_mesh_set(struct wg_device *dev, const struct wg_mesh_config *cfg)
 	return ret;
 }
 
-void wg_mesh_get(struct wg_device *dev, struct wg_mesh_config *cfg, struct wg_mesh_stats *st)
+void mesh_get(struct wg_device *dev, struct mesh_config *cfg, struct mesh_stats *st)
 {
 	pthread_mutex_lock(&fake_lock);
 	*cfg = fake_mesh;
@@ -121,8 +121,8 @@ void wg_mesh_get(struct wg_device *dev, struct wg_mesh_config *cfg, struct wg_me
 	pthread_mutex_unlock(&fake_lock);
 }
 
-int wg_mesh_vm_add(struct wg_device *dev, const char *port, const struct ip_prefix *addrs,
-		   size_t n)
+int mesh_vm_add(struct wg_device *dev, const char *port, const struct ip_prefix *addrs,
+		size_t n)
 {
 	struct port_config c;
 	int p = -1, h, ret = 0;
@@ -161,7 +161,7 @@ out:
 	return ret;
 }
 
-int wg_mesh_vm_del(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
+int mesh_vm_del(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
 {
 	int ret = 0, h;
 
@@ -189,7 +189,7 @@ int wg_mesh_vm_del(struct wg_device *dev, const struct ip_prefix *addrs, size_t 
 	return ret;
 }
 
-int wg_mesh_routes(struct wg_device *dev, struct wg_mesh_route **out, size_t *n, size_t max)
+int mesh_routes(struct wg_device *dev, struct mesh_route **out, size_t *n, size_t max)
 {
 	pthread_mutex_lock(&fake_lock);
 	*n = fake_n_routes < max ? fake_n_routes : max;
@@ -248,14 +248,14 @@ static int fake_stats(void *ctx, char **text, size_t *len)
 	return *text ? 0 : -ENOMEM;
 }
 
-const struct wg_uapi_ops fake_ops = {
+const struct uapi_server_ops fake_ops = {
 	.get = fake_get,
 	.set = fake_set,
 	.stats = fake_stats,
 	.command = control_command,
 };
 
-const struct wg_uapi_ops fake_ops_without_command = {
+const struct uapi_server_ops fake_ops_without_command = {
 	.get = fake_get,
 	.set = fake_set,
 };

@@ -1,4 +1,4 @@
-/* A fake device for the control tests: the wg_device_port_* and wg_mesh_*
+/* A fake device for the control tests: the port_* and mesh_*
  * calls daemon/control.c makes, over plain arrays, with the errors the real
  * device and mesh give (docs/cli.md, mesh/mesh.h). Linked before weft_wg, so
  * the real device and mesh are never pulled in. Every call takes one lock;
@@ -20,15 +20,15 @@ extern size_t fake_n;
 extern unsigned int fake_adds, fake_dels;       /* port calls that changed something */
 extern unsigned int fake_vm_adds, fake_vm_dels; /* vm calls that succeeded */
 
-extern struct wg_mesh_config fake_mesh;
-extern struct wg_mesh_stats fake_mesh_stats;
-extern struct wg_mesh_route *fake_routes;       /* malloc'd by the test, or NULL */
+extern struct mesh_config fake_mesh;
+extern struct mesh_stats fake_mesh_stats;
+extern struct mesh_route *fake_routes;       /* malloc'd by the test, or NULL */
 extern size_t fake_n_routes;
 
 /* The UAPI ops of the fake: get, set, stats and control_command. */
-extern const struct wg_uapi_ops fake_ops;
+extern const struct uapi_server_ops fake_ops;
 /* The same without command (a daemon without weft requests). */
-extern const struct wg_uapi_ops fake_ops_without_command;
+extern const struct uapi_server_ops fake_ops_without_command;
 
 /* No ports, mesh off with no prefixes, no routes, counters zero. */
 void fake_reset(void);

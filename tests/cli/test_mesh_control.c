@@ -101,7 +101,7 @@ static void zero_counters(char *out, size_t cap)
 	size_t o = 0;
 
 #define ZERO(name) o += (size_t)snprintf(out + o, cap - o, #name "=0\n");
-	WG_MESH_COUNTERS(ZERO)
+	MESH_COUNTERS(ZERO)
 #undef ZERO
 	snprintf(out + o, cap - o, "locations=0\npending=0\n");
 }
@@ -171,13 +171,13 @@ static void test_mesh_wire(void)
 	CHECK(replies("weft=mesh-set\nmode=unicast\n\n",
 		      "message=the mesh refused the configuration\nerrno=22\n\n"));
 	CHECK(replies("weft=mesh-set\nprefix=fd77::/64\n\n", "errno=0\n\n"));
-	CHECK(fake_mesh.mode == WG_MESH_OFF && fake_mesh.n_prefixes == 1);
+	CHECK(fake_mesh.mode == MESH_OFF && fake_mesh.n_prefixes == 1);
 	/* A mode alone keeps the prefixes. */
 	CHECK(replies("weft=mesh-set\nmode=unicast\n\n", "errno=0\n\n"));
-	CHECK(fake_mesh.mode == WG_MESH_UNICAST && fake_mesh.n_prefixes == 1);
+	CHECK(fake_mesh.mode == MESH_UNICAST && fake_mesh.n_prefixes == 1);
 	/* Prefixes replace the old ones and keep the mode. */
 	CHECK(replies("weft=mesh-set\nprefix=10.77.0.0/16\nprefix=fd78::/64\n\n", "errno=0\n\n"));
-	CHECK(fake_mesh.mode == WG_MESH_UNICAST && fake_mesh.n_prefixes == 2);
+	CHECK(fake_mesh.mode == MESH_UNICAST && fake_mesh.n_prefixes == 2);
 	CHECK(replies("weft=mesh-set\n\n",
 		      "message=nothing to set (want mode or prefix)\nerrno=22\n\n"));
 	CHECK(replies("weft=mesh-set\nmode=broadcast\n\n",
@@ -442,12 +442,12 @@ static void test_cli_mesh(void)
 	      strstr(err, "mesh set: Invalid argument: the mesh refused") && one_line(err));
 	CHECK(run("mesh", "set", "prefix", "fd77::/64,10.77.0.0/16", "mode", "multicast", NULL) == 0 &&
 	      !out[0]);
-	CHECK(fake_mesh.mode == WG_MESH_MULTICAST && fake_mesh.n_prefixes == 2);
+	CHECK(fake_mesh.mode == MESH_MULTICAST && fake_mesh.n_prefixes == 2);
 	CHECK(run("mesh", "set", "mode", "unicast", NULL) == 0 && fake_mesh.n_prefixes == 2 &&
-	      fake_mesh.mode == WG_MESH_UNICAST);
+	      fake_mesh.mode == MESH_UNICAST);
 	CHECK(run("mesh", "set", "prefix", "fd77::1/64", NULL) == 1 && strstr(err, "host bits"));
 	CHECK(run("mesh", "set", "mode", "anycast", NULL) == 1 && strstr(err, "mode must be"));
-	CHECK(fake_mesh.n_prefixes == 2 && fake_mesh.mode == WG_MESH_UNICAST);
+	CHECK(fake_mesh.n_prefixes == 2 && fake_mesh.mode == MESH_UNICAST);
 
 	fake_mesh_stats.advert_received = 4;
 	fake_mesh_stats.locations = 1;
@@ -496,7 +496,7 @@ static void test_cli_mesh(void)
 static void test_no_command(void)
 {
 	char path2[128];
-	struct wg_uapi_server *s = wg_uapi_server_start(dir, "wt1", &fake_ops_without_command, NULL);
+	struct uapi_server *s = uapi_server_start(dir, "wt1", &fake_ops_without_command, NULL);
 
 	CHECK(s != NULL);
 	if (!s)
@@ -511,12 +511,12 @@ static void test_no_command(void)
 		CHECK(run("vm", "list", NULL) == 1);
 		strcpy(sock_path, save);
 	}
-	wg_uapi_server_stop(s);
+	uapi_server_stop(s);
 }
 
 int main(void)
 {
-	struct wg_uapi_server *s;
+	struct uapi_server *s;
 
 	if (sodium_init() < 0)
 		return 1;
@@ -526,9 +526,9 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	s = wg_uapi_server_start(dir, "wt0", &fake_ops, NULL);
+	s = uapi_server_start(dir, "wt0", &fake_ops, NULL);
 	if (!s) {
-		perror("wg_uapi_server_start");
+		perror("uapi_server_start");
 		return 1;
 	}
 	snprintf(sock_path, sizeof(sock_path), "%s/wt0.sock", dir);
@@ -546,7 +546,7 @@ int main(void)
 		fprintf(stderr, "WEFT_CLI not set: the CLI part is skipped\n");
 	}
 	test_no_command();
-	wg_uapi_server_stop(s);
+	uapi_server_stop(s);
 	{
 		char cmd[128];
 

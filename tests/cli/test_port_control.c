@@ -353,9 +353,9 @@ static void test_cli(void)
 static void test_no_command(void)
 {
 	char path2[128], *got;
-	struct wg_uapi_server *s;
+	struct uapi_server *s;
 
-	s = wg_uapi_server_start(dir, "wt1", &fake_ops_without_command, NULL);
+	s = uapi_server_start(dir, "wt1", &fake_ops_without_command, NULL);
 	CHECK(s != NULL);
 	if (!s)
 		return;
@@ -378,12 +378,12 @@ static void test_no_command(void)
 		waitpid(pid, &status, 0);
 		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 1);
 	}
-	wg_uapi_server_stop(s);
+	uapi_server_stop(s);
 }
 
 int main(void)
 {
-	struct wg_uapi_server *s;
+	struct uapi_server *s;
 
 	if (sodium_init() < 0)
 		return 1;
@@ -393,9 +393,9 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	s = wg_uapi_server_start(dir, "wt0", &fake_ops, NULL);
+	s = uapi_server_start(dir, "wt0", &fake_ops, NULL);
 	if (!s) {
-		perror("wg_uapi_server_start");
+		perror("uapi_server_start");
 		return 1;
 	}
 	snprintf(sock_path, sizeof(sock_path), "%s/wt0.sock", dir);
@@ -406,7 +406,7 @@ int main(void)
 	else
 		fprintf(stderr, "WEFT_CLI not set: the CLI part is skipped\n");
 	test_no_command();
-	wg_uapi_server_stop(s);
+	uapi_server_stop(s);
 	{
 		char cmd[128];
 

@@ -90,7 +90,7 @@ static void test_values(void)
 	uint8_t key[32];
 	char b64[MESH_TEXT_KEY_LEN];
 	struct ip_prefix a;
-	struct wg_mesh_config m = { .n_prefixes = 2 };
+	struct mesh_config m = { .n_prefixes = 2 };
 	const char *why;
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -117,10 +117,10 @@ static void test_values(void)
 	mesh_text_key_base64(key, b64);
 	CHECK(!strcmp(b64, "//////////////////////////////////////////8="));
 
-	CHECK(!strcmp(mesh_text_mode_name(WG_MESH_OFF), "off"));
-	CHECK(!strcmp(mesh_text_mode_name(WG_MESH_UNICAST), "unicast"));
-	CHECK(!strcmp(mesh_text_mode_name(WG_MESH_MULTICAST), "multicast"));
-	CHECK(mesh_text_mode_name((enum wg_mesh_mode)7) == NULL);
+	CHECK(!strcmp(mesh_text_mode_name(MESH_OFF), "off"));
+	CHECK(!strcmp(mesh_text_mode_name(MESH_UNICAST), "unicast"));
+	CHECK(!strcmp(mesh_text_mode_name(MESH_MULTICAST), "multicast"));
+	CHECK(mesh_text_mode_name((enum mesh_mode)7) == NULL);
 
 	m.prefixes[0] = cidr("fd77::/64");
 	m.prefixes[1] = cidr("10.77.0.0/16");
@@ -234,14 +234,14 @@ static void test_set(void)
 		{ "mode\n", -EPROTO, "without '='" },
 	};
 	struct mesh_text_set set;
-	struct wg_mesh_config cfg = { .mode = WG_MESH_MULTICAST, .n_prefixes = 1 };
+	struct mesh_config cfg = { .mode = MESH_MULTICAST, .n_prefixes = 1 };
 	char body[1024];
 	const char *why;
 	size_t o = 0;
 
 	CHECK(mesh_text_parse_set(S("mode=unicast\nprefix=fd77::/64\nprefix=10.77.0.0/16\n"),
 				  &set, &why) == 0);
-	CHECK(set.has_mode && set.mode == WG_MESH_UNICAST && set.n_prefixes == 2 &&
+	CHECK(set.has_mode && set.mode == MESH_UNICAST && set.n_prefixes == 2 &&
 	      addr_is(&set.prefixes[0], "fd77::/64") && addr_is(&set.prefixes[1], "10.77.0.0/16"));
 	/* 10/8 and fd00::/8 are not inside each other: different families. */
 	CHECK(mesh_text_parse_set(S("prefix=10.0.0.0/8\nprefix=a00::/8"), &set, &why) == 0);
@@ -255,7 +255,7 @@ static void test_set(void)
 		}
 		CHECK(!set.has_mode && !set.n_prefixes);
 	}
-	for (int i = 0; i < WG_MESH_MAX_PREFIXES; i++)
+	for (int i = 0; i < MESH_MAX_PREFIXES; i++)
 		o += (size_t)sprintf(body + o, "prefix=fd77:%x::/64\n", i);
 	CHECK(mesh_text_parse_set(body, o, &set, &why) == 0 && set.n_prefixes == 8);
 	o += (size_t)sprintf(body + o, "prefix=fd78::/64\n");
@@ -265,10 +265,10 @@ static void test_set(void)
 	cfg.prefixes[0] = cidr("fd77::/64");
 	CHECK(mesh_text_parse_set(S("mode=off"), &set, &why) == 0);
 	mesh_text_apply_set(&set, &cfg);
-	CHECK(cfg.mode == WG_MESH_OFF && cfg.n_prefixes == 1 && addr_is(&cfg.prefixes[0], "fd77::/64"));
+	CHECK(cfg.mode == MESH_OFF && cfg.n_prefixes == 1 && addr_is(&cfg.prefixes[0], "fd77::/64"));
 	CHECK(mesh_text_parse_set(S("prefix=10.7.0.0/16\nprefix=fd79::/64"), &set, &why) == 0);
 	mesh_text_apply_set(&set, &cfg);
-	CHECK(cfg.mode == WG_MESH_OFF && cfg.n_prefixes == 2 &&
+	CHECK(cfg.mode == MESH_OFF && cfg.n_prefixes == 2 &&
 	      addr_is(&cfg.prefixes[0], "10.7.0.0/16") && addr_is(&cfg.prefixes[1], "fd79::/64"));
 }
 
@@ -276,9 +276,9 @@ static void test_set(void)
 
 static void test_show(void)
 {
-	struct wg_mesh_config cfg = { .mode = WG_MESH_UNICAST, .n_prefixes = 2 };
-	struct wg_mesh_stats st;
-	struct wg_mesh_route routes[2], *many;
+	struct mesh_config cfg = { .mode = MESH_UNICAST, .n_prefixes = 2 };
+	struct mesh_stats st;
+	struct mesh_route routes[2], *many;
 	struct mesh_text_show show;
 	char want[4096], *text, *cut;
 	const char *why;
@@ -290,7 +290,7 @@ static void test_show(void)
 	cfg.prefixes[1] = cidr("10.77.0.0/16");
 	/* Every counter a different value, named here by the X-macro itself. */
 #define SET(name) st.name = ++v * 1000003;
-	WG_MESH_COUNTERS(SET)
+	MESH_COUNTERS(SET)
 #undef SET
 	st.locations = 12345678901234ull;
 	st.pending = 7;
@@ -308,7 +308,7 @@ static void test_show(void)
 	o += (size_t)sprintf(want + o, "mode=unicast\nprefix=fd77::/64\nprefix=10.77.0.0/16\n");
 	v = 0;
 #define LINE(name) o += (size_t)sprintf(want + o, #name "=%llu\n", ++v * 1000003ull);
-	WG_MESH_COUNTERS(LINE)
+	MESH_COUNTERS(LINE)
 #undef LINE
 	o += (size_t)sprintf(want + o,
 			     "locations=12345678901234\npending=7\nroutes_truncated=false\n"
@@ -323,7 +323,7 @@ static void test_show(void)
 
 	/* Parsed back: the same configuration, counters and routes. */
 	CHECK(mesh_text_parse_show(text, len, &show, &why) == 0);
-	CHECK(show.cfg.mode == WG_MESH_UNICAST && show.cfg.n_prefixes == 2 &&
+	CHECK(show.cfg.mode == MESH_UNICAST && show.cfg.n_prefixes == 2 &&
 	      addr_is(&show.cfg.prefixes[1], "10.77.0.0/16"));
 	CHECK(!memcmp(&show.stats, &st, sizeof(st)));
 	CHECK(show.n_routes == 2 && !show.truncated && !memcmp(show.routes, routes, sizeof(routes)));
@@ -332,7 +332,7 @@ static void test_show(void)
 
 	/* A newer daemon's keys are skipped, in the header and in a route. */
 	CHECK(mesh_text_parse_show(S("flux=1\nmode=off\nroute=fd77::1\nnegative=true\ncolour=red\n"), &show, &why) == 0);
-	CHECK(show.cfg.mode == WG_MESH_OFF && show.n_routes == 1 && show.routes[0].negative);
+	CHECK(show.cfg.mode == MESH_OFF && show.n_routes == 1 && show.routes[0].negative);
 	mesh_text_show_free(&show);
 	CHECK(mesh_text_parse_show(S("mode=off\n"), &show, &why) == 0 && !show.routes &&
 	      !show.n_routes);
@@ -433,18 +433,18 @@ static void test_config(void)
 		{ "\n[Mesh]\nMode = unicast\n", 2, -EINVAL, "at least one Prefix" },
 		{ "[Mesh]\nMode = off\nPrefix = fd77::/64 # x\0y\n", 3, -EINVAL, "NUL" },
 	};
-	struct wg_mesh_config cfg;
+	struct mesh_config cfg;
 	char *big;
 	const char *why;
 	int line;
 	size_t o;
 
 	CHECK(mesh_text_parse_config(good, sizeof(good) - 1, &cfg, &line, &why) == 0 && line == 0);
-	CHECK(cfg.mode == WG_MESH_MULTICAST && cfg.n_prefixes == 3 &&
+	CHECK(cfg.mode == MESH_MULTICAST && cfg.n_prefixes == 3 &&
 	      addr_is(&cfg.prefixes[0], "fd77::/64") && addr_is(&cfg.prefixes[1], "10.77.0.0/16") &&
 	      addr_is(&cfg.prefixes[2], "fd78::/64"));
 	CHECK(mesh_text_parse_config(S("[Mesh]\nMode = off"), &cfg, &line, &why) == 0 &&
-	      cfg.mode == WG_MESH_OFF && cfg.n_prefixes == 0);
+	      cfg.mode == MESH_OFF && cfg.n_prefixes == 0);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		/* The NUL case is measured by hand. */
 		size_t len = strlen(bad[i].text);
@@ -466,7 +466,7 @@ static void test_config(void)
 	/* 8 prefixes, then a 9th on its own line. */
 	big = malloc(MESH_TEXT_MAX_FILE + 2);
 	o = (size_t)sprintf(big, "[Mesh]\nMode = unicast\n");
-	for (int i = 0; i < WG_MESH_MAX_PREFIXES; i++)
+	for (int i = 0; i < MESH_MAX_PREFIXES; i++)
 		o += (size_t)sprintf(big + o, "Prefix = 10.%d.0.0/16\n", i);
 	CHECK(mesh_text_parse_config(big, o, &cfg, &line, &why) == 0 && cfg.n_prefixes == 8);
 	o += (size_t)sprintf(big + o, "Prefix = fd77::/64\n");

@@ -126,7 +126,7 @@ int main(void)
 	struct ip_prefix a4 = addr("10.9.0.1"), b4 = addr("10.9.0.2");
 	struct ip_prefix a6 = addr("fd00:9::1"), b6 = addr("fd00:9::2");
 	uint64_t packets, bytes, spoofed;
-	struct wg_bypass *b;
+	struct port_bypass *b;
 	struct frame f, orig;
 	int prog, ret;
 
@@ -135,17 +135,17 @@ int main(void)
 		perror("unshare(CLONE_NEWNET), skipped");
 		return 77;
 	}
-	b = wg_bypass_open();
+	b = port_bypass_open();
 	if (!b) {
 		fprintf(stderr, "no BPF here, skipped\n");
 		return 77;
 	}
-	prog = wg_bypass_prog_fd(b);
-	CHECK(wg_bypass_attach(b, SLOT_A, IFINDEX_A, router_a) == 0, "attach to lo");
-	CHECK(!wg_bypass_route_add(b, &a4, SLOT_A, IFINDEX_A, vm_a, router_a, true), "add a4");
-	CHECK(!wg_bypass_route_add(b, &a6, SLOT_A, IFINDEX_A, vm_a, router_a, true), "add a6");
-	CHECK(!wg_bypass_route_add(b, &b4, SLOT_B, IFINDEX_B, vm_b, router_b, false), "add b4");
-	CHECK(!wg_bypass_route_add(b, &b6, SLOT_B, IFINDEX_B, vm_b, router_b, true), "add b6");
+	prog = port_bypass_prog_fd(b);
+	CHECK(port_bypass_attach(b, SLOT_A, IFINDEX_A, router_a) == 0, "attach to lo");
+	CHECK(!port_bypass_route_add(b, &a4, SLOT_A, IFINDEX_A, vm_a, router_a, true), "add a4");
+	CHECK(!port_bypass_route_add(b, &a6, SLOT_A, IFINDEX_A, vm_a, router_a, true), "add a6");
+	CHECK(!port_bypass_route_add(b, &b4, SLOT_B, IFINDEX_B, vm_b, router_b, false), "add b4");
+	CHECK(!port_bypass_route_add(b, &b6, SLOT_B, IFINDEX_B, vm_b, router_b, true), "add b6");
 
 	/* A -> B, IPv4: redirected, MACs router_b -> vm_b, TTL 63, checksum right. */
 	f = ipv4("10.9.0.1", "10.9.0.2", 64);
@@ -198,20 +198,20 @@ int main(void)
 	CHECK(run(prog, &f) == TC_ACT_SHOT, "IPv4 unregistered source dropped");
 	f = ipv6("fd00:9::2", "fd00:9::1", 17, 0);
 	CHECK(run(prog, &f) == TC_ACT_SHOT, "IPv6 source of another port dropped");
-	wg_bypass_stats(b, SLOT_A, &packets, &bytes, &spoofed);
+	port_bypass_stats(b, SLOT_A, &packets, &bytes, &spoofed);
 	CHECK(packets == 3 && spoofed == 2, "stats: %llu packets, %llu spoofed",
 	      (unsigned long long)packets, (unsigned long long)spoofed);
 	CHECK(bytes == 2 * (14 + 28) + 14 + 48, "stats: %llu bytes", (unsigned long long)bytes);
 
 	/* B unregistered: its frames pass at once. */
-	wg_bypass_route_del(b, &b4);
+	port_bypass_route_del(b, &b4);
 	f = ipv4("10.9.0.1", "10.9.0.2", 64);
 	CHECK(run(prog, &f) == TC_ACT_OK, "after route_del: passes");
 	/* Detached: the port is unknown, nothing is checked. */
-	wg_bypass_detach(b, SLOT_A);
+	port_bypass_detach(b, SLOT_A);
 	f = ipv4("10.9.0.9", "10.9.0.2", 64);
 	CHECK(run(prog, &f) == TC_ACT_OK, "after detach: passes");
-	wg_bypass_close(b);
+	port_bypass_close(b);
 	if (failures)
 		return 1;
 	printf("test_bypass: ok\n");

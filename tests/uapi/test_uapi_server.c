@@ -105,7 +105,7 @@ static void fake_gone(void *ctx)
 	sem_post(&f->gone);
 }
 
-static const struct wg_uapi_ops fake_ops = {
+static const struct uapi_server_ops fake_ops = {
 	.get = fake_get,
 	.set = fake_set,
 	.stats = fake_stats,
@@ -203,19 +203,19 @@ static char *expected_get(void)
 	return text;
 }
 
-static struct wg_uapi_server *start(struct fake *f)
+static struct uapi_server *start(struct fake *f)
 {
-	struct wg_uapi_server *s = wg_uapi_server_start(sock_dir, "wgtest0", &fake_ops, f);
+	struct uapi_server *s = uapi_server_start(sock_dir, "wgtest0", &fake_ops, f);
 
 	if (!s)
-		fprintf(stderr, "wg_uapi_server_start: %s\n", strerror(errno));
+		fprintf(stderr, "uapi_server_start: %s\n", strerror(errno));
 	CHECK(s);
 	return s;
 }
 
 static void test_modes(struct fake *f)
 {
-	struct wg_uapi_server *s = start(f);
+	struct uapi_server *s = start(f);
 	struct stat st;
 
 	CHECK(stat(sock_dir, &st) == 0 && S_ISDIR(st.st_mode));
@@ -225,13 +225,13 @@ static void test_modes(struct fake *f)
 	CHECK((st.st_mode & 07777) == 0600);
 	/* The umask is restored afterwards. */
 	CHECK(umask(022) == 022);
-	wg_uapi_server_stop(s);
+	uapi_server_stop(s);
 	CHECK(lstat(sock_path, &st) < 0 && errno == ENOENT);
 }
 
 static void test_requests(struct fake *f)
 {
-	struct wg_uapi_server *s = start(f);
+	struct uapi_server *s = start(f);
 	char *want = expected_get(), big[6000];
 	int fd, sets;
 
@@ -321,7 +321,7 @@ static void test_requests(struct fake *f)
 
 	/* A client still connected when the server stops does not hold it up. */
 	fd = dial();
-	wg_uapi_server_stop(s);
+	uapi_server_stop(s);
 	{
 		/* EOF once served; a reset when it was still in the backlog. */
 		char c;
@@ -360,7 +360,7 @@ static void *worker_main(void *arg)
 static void test_concurrent(struct fake *f)
 {
 	enum { N = 16 };
-	struct wg_uapi_server *s = start(f);
+	struct uapi_server *s = start(f);
 	struct worker w[N];
 	pthread_barrier_t barrier;
 	char *want = expected_get();
@@ -376,14 +376,14 @@ static void test_concurrent(struct fake *f)
 	CHECK(counter(f, &f->n_get) == gets + N && counter(f, &f->n_set) == sets + N);
 	pthread_barrier_destroy(&barrier);
 	free(want);
-	wg_uapi_server_stop(s);
+	uapi_server_stop(s);
 }
 
 /* Beyond WG_UAPI_MAX_CLIENTS, a client waits for a slot instead of being
  * refused or starving the others. */
 static void test_client_limit(struct fake *f)
 {
-	struct wg_uapi_server *s = start(f);
+	struct uapi_server *s = start(f);
 	int idle[WG_UAPI_MAX_CLIENTS], fd, i;
 	char *want = expected_get();
 	struct pollfd pfd;
@@ -403,37 +403,37 @@ static void test_client_limit(struct fake *f)
 	for (i = 1; i < WG_UAPI_MAX_CLIENTS; i++)
 		close(idle[i]);
 	free(want);
-	wg_uapi_server_stop(s);
+	uapi_server_stop(s);
 }
 
 static void test_gone(struct fake *f)
 {
-	struct wg_uapi_server *s = start(f);
+	struct uapi_server *s = start(f);
 	struct timespec deadline;
 
 	CHECK(unlink(sock_path) == 0);
 	clock_gettime(CLOCK_REALTIME, &deadline);
 	deadline.tv_sec += 30;
 	CHECK(sem_timedwait(&f->gone, &deadline) == 0);
-	wg_uapi_server_stop(s);
+	uapi_server_stop(s);
 }
 
 static void test_second_daemon(struct fake *f)
 {
-	struct wg_uapi_server *s = start(f), *t;
+	struct uapi_server *s = start(f), *t;
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	char *want = expected_get();
 	int fd;
 
 	/* Someone answers on the socket: refused, and the first one keeps it. */
 	errno = 0;
-	t = wg_uapi_server_start(sock_dir, "wgtest0", &fake_ops, f);
+	t = uapi_server_start(sock_dir, "wgtest0", &fake_ops, f);
 	CHECK(!t && errno == EADDRINUSE);
 	fd = dial();
 	send_str(fd, "get=1\n\n");
 	expect_reply(fd, want);
 	close(fd);
-	wg_uapi_server_stop(s);
+	uapi_server_stop(s);
 
 	/* A stale socket file nobody listens on is replaced. */
 	fd = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -446,12 +446,12 @@ static void test_second_daemon(struct fake *f)
 	send_str(fd, "get=1\n\n");
 	expect_reply(fd, want);
 	close(fd);
-	wg_uapi_server_stop(s);
+	uapi_server_stop(s);
 
 	/* Bad names are refused before anything is created. */
 	errno = 0;
-	CHECK(!wg_uapi_server_start(sock_dir, "a/b", &fake_ops, f) && errno == EINVAL);
-	CHECK(!wg_uapi_server_start(sock_dir, "", &fake_ops, f) && errno == EINVAL);
+	CHECK(!uapi_server_start(sock_dir, "a/b", &fake_ops, f) && errno == EINVAL);
+	CHECK(!uapi_server_start(sock_dir, "", &fake_ops, f) && errno == EINVAL);
 	free(want);
 }
 
