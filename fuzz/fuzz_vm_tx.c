@@ -165,10 +165,10 @@ static const uint8_t vm_mac[6] = { 0x02, 0x66, 0, 0, 0, 0x01 };
 static void port_setup(void)
 {
 	static const struct ip_prefix addrs[] = {
-		{ AF_INET, { 10, 0, 0, 2 }, 32 },
-		{ AF_INET, { 10, 1, 0, 0 }, 24 },
-		{ AF_INET6, { 0xfd, 0x00, [15] = 2 }, 128 },
-		{ AF_INET6, { 0xfd, 0x00, 0, 1 }, 64 },
+		{ .family = AF_INET, .addr = { 10, 0, 0, 2 }, .cidr = 32 },
+		{ .family = AF_INET, .addr = { 10, 1, 0, 0 }, .cidr = 24 },
+		{ .family = AF_INET6, .addr = { 0xfd, 0x00, [15] = 2 }, .cidr = 128 },
+		{ .family = AF_INET6, .addr = { 0xfd, 0x00, 0, 1 }, .cidr = 64 },
 	};
 	static const uint8_t router_mac[6] = PORT_ROUTER_MAC_DEFAULT;
 
