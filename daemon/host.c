@@ -64,10 +64,9 @@ void host_free(struct wg_device *dev)
 	if (!dev)
 		return;
 	port_table_halt_backends(dev);
-	pthread_rwlock_wrlock(&dev->lock);
-	mesh_free(dev->mesh);
-	dev->mesh = NULL;
+	wg_rwlock_wrlock(&dev->lock);
+	mesh_free(dev);
 	port_table_free(dev);
-	pthread_rwlock_unlock(&dev->lock);
+	wg_rwlock_unlock(&dev->lock);
 	wg_device_free(dev);
 }

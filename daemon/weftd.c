@@ -288,9 +288,9 @@ static void notify_status(struct wg_device *dev, const char *prefix, const char 
 
 	if (!getenv("NOTIFY_SOCKET"))
 		return;
-	pthread_rwlock_rdlock(&dev->lock);
+	wg_rwlock_rdlock(&dev->lock);
 	n_peers = dev->n_peers;
-	pthread_rwlock_unlock(&dev->lock);
+	wg_rwlock_unlock(&dev->lock);
 	if (!port_list(dev, &ports, &n_ports))
 		free(ports);
 	snprintf(state, sizeof(state),

@@ -171,7 +171,8 @@ static inline void pkt_put(struct dp_worker *w, struct wg_pkt *p)
 struct op *dp_prepare(struct dp_worker *w, enum op_type type, struct io_uring_sqe **sqe);
 /* Both consume p. */
 void dp_tun_write(struct dp_worker *w, struct wg_pkt *p, uint8_t *data, uint32_t len);
-void dp_host_output(struct dp_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t len);
+void dp_host_output(struct dp_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t len)
+	WG_REQUIRES_SHARED(w->dev->lock);
 unsigned int dp_split_super(struct dp_worker *w, struct wg_pkt *p,
 			    const struct tun_offload_info *info, enum port_drop *why);
 
@@ -179,11 +180,14 @@ unsigned int dp_split_super(struct dp_worker *w, struct wg_pkt *p,
 
 /* A completed UDP receive of len bytes into op's packet (one datagram, or
  * a GRO run of them). */
-void dp_rx_udp(struct dp_worker *w, struct op *op, uint32_t len);
+void dp_rx_udp(struct dp_worker *w, struct op *op, uint32_t len)
+	WG_REQUIRES_SHARED(w->dev->lock);
 /* Worker 0: the packets the mesh thread released. */
-void dp_rx_mesh_released(struct dp_worker *w);
+void dp_rx_mesh_released(struct dp_worker *w)
+	WG_REQUIRES_SHARED(w->dev->lock);
 /* End of a batch: writes the coalesced TCP packets out. */
-void dp_rx_flush(struct dp_worker *w);
+void dp_rx_flush(struct dp_worker *w)
+	WG_REQUIRES_SHARED(w->dev->lock);
 
 /* nexthop.c: the next hop */
 
@@ -209,7 +213,8 @@ struct dp_hop {
 /* The one decision of a packet's egress: one table lookup on dst, which
  * the caller parsed where the packet entered. Device lock held shared, as
  * long as *h is used. */
-void dp_next_hop(struct dp_worker *w, int family, const uint8_t *dst, struct dp_hop *h);
+void dp_next_hop(struct dp_worker *w, int family, const uint8_t *dst, struct dp_hop *h)
+	WG_REQUIRES_SHARED(w->dev->lock);
 /* Packets that share one destination (one packet, or the segments of one
  * super-packet), from the host, a VM or the mesh's queues, to h: to their
  * peer (a static allowed IP or a learned location), a VM port, or the
@@ -217,11 +222,13 @@ void dp_next_hop(struct dp_worker *w, int family, const uint8_t *dst, struct dp_
  * to the host (unrouted_to_host), from the host it is dropped. Consumes
  * them. */
 void dp_send(struct dp_worker *w, const struct dp_hop *h, struct wg_pkt **pkts, unsigned int n,
-	     bool unrouted_to_host);
+	     bool unrouted_to_host)
+	WG_REQUIRES_SHARED(w->dev->lock);
 /* dp_next_hop on the destination read from pkts[0], then dp_send: for
  * packets from the TUN and the mesh's queues. Consumes them. */
 void dp_route(struct dp_worker *w, struct wg_pkt **pkts, unsigned int n,
-	      bool unrouted_to_host);
+	      bool unrouted_to_host)
+	WG_REQUIRES_SHARED(w->dev->lock);
 
 /* worker_port.c, port_tap.c, port_vhost.c: the VM ports */
 
@@ -252,12 +259,15 @@ struct dp_port_io {
 
 extern const struct dp_port_io dp_tap_io, dp_vhost_io;
 
-void dp_follow_ports(struct dp_worker *w);
+void dp_follow_ports(struct dp_worker *w)
+	WG_REQUIRES_SHARED(w->dev->lock);
 void wport_release(struct dp_worker *w, struct wport *wp);
-void wport_received(struct dp_worker *w, struct wport *wp, struct wg_pkt *p, uint32_t res);
+void wport_received(struct dp_worker *w, struct wport *wp, struct wg_pkt *p, uint32_t res)
+	WG_REQUIRES_SHARED(w->dev->lock);
 /* The IP packet ip[0, len) of p to the VM of port, with vnet (a super-packet)
  * or NULL. Consumes p. */
 void dp_port_output(struct dp_worker *w, struct port *port, struct wg_pkt *p,
-		    uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet);
+		    uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet)
+	WG_REQUIRES_SHARED(w->dev->lock);
 
 #endif

@@ -44,21 +44,19 @@ static void put_all(struct dp_worker *w, struct wg_pkt **pkts, unsigned int n)
 void dp_send(struct dp_worker *w, const struct dp_hop *h, struct wg_pkt **pkts, unsigned int n,
 	     bool unrouted_to_host)
 {
-	struct wg_device *dev = w->dev;
-
 	switch (h->to) {
 	case DP_TO_PEER:
-		wg_send_to_peer(dev, h->peer, pkts, n, &w->tx);
+		wg_send_to_peer(w->dev, h->peer, pkts, n, &w->tx);
 		return;
 	case DP_TO_REMOTE:
 		if (h->peer) {
-			wg_send_to_peer(dev, h->peer, pkts, n, &w->tx);
+			wg_send_to_peer(w->dev, h->peer, pkts, n, &w->tx);
 			return;
 		}
-		wg_stat_add(&dev->stats, drop_no_route, n); /* known to be nowhere */
+		wg_stat_add(&w->dev->stats, drop_no_route, n); /* known to be nowhere */
 		break;
 	case DP_TO_MISS:
-		mesh_miss(dev, pkts, n, h->family, h->dst);
+		mesh_miss(w->dev, pkts, n, h->family, h->dst);
 		break;
 	case DP_TO_PORT:
 		for (unsigned int i = 0; i < n; i++)
@@ -67,7 +65,7 @@ void dp_send(struct dp_worker *w, const struct dp_hop *h, struct wg_pkt **pkts, 
 		return;
 	case DP_TO_HOST:
 		if (!unrouted_to_host) {
-			wg_stat_add(&dev->stats, drop_no_route, n);
+			wg_stat_add(&w->dev->stats, drop_no_route, n);
 			break;
 		}
 		for (unsigned int i = 0; i < n; i++)

@@ -74,6 +74,7 @@ static void tap_write(struct dp_worker *w, struct wport *wp, struct wg_pkt *p,
 }
 
 static void tap_completed(struct dp_worker *w, struct op *op, int res)
+	WG_REQUIRES_SHARED(w->dev->lock)
 {
 	struct wport *wp = op->wport;
 	struct wg_pkt *p = op->pkt;

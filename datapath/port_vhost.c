@@ -118,6 +118,7 @@ static void vhost_schedule_drain(struct dp_worker *w, struct wport *wp, unsigned
 /* Takes the guest's frames from TX ring q, each into its own buffer with
  * its IP packet at WG_PKT_FRONT, as a tap read would have put it. */
 static void vhost_drain(struct dp_worker *w, struct wport *wp, unsigned int q)
+	WG_REQUIRES_SHARED(w->dev->lock)
 {
 	struct virtq *vq = vhost_tx_ring(wp, q);
 	struct port_counters *c = &wp->port->counters;
@@ -183,6 +184,7 @@ static void vhost_follow(struct dp_worker *w, struct wport *wp)
 }
 
 static void vhost_completed(struct dp_worker *w, struct op *op, int res)
+	WG_REQUIRES_SHARED(w->dev->lock)
 {
 	struct wport *wp = op->wport;
 	unsigned int q = op->queue;

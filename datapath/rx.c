@@ -54,6 +54,7 @@ void dp_rx_flush(struct dp_worker *w)
  * keeps p: one buffer holds every datagram of a GRO run. */
 static void deliver(struct dp_worker *w, struct wg_pkt *p, uint8_t *ip, uint32_t len,
 		    struct port *port)
+	WG_REQUIRES_SHARED(w->dev->lock)
 {
 	uint8_t proto = ip[0] >> 4 == 4 && len >= 20 ? ip[9] : ip[0] >> 4 == 6 && len >= 40 ? ip[6] : 0;
 	bool tcp = proto == IPPROTO_TCP;

@@ -403,6 +403,7 @@ drop:
 /* A TUN read with a virtio-net header: finish the checksum or split the
  * super-packet into MTU-sized packets, then route them. */
 static void tun_read_vnet(struct dp_worker *w, struct wg_pkt *p, uint32_t res)
+	WG_REQUIRES_SHARED(w->dev->lock)
 {
 	struct tun_offload_info info;
 	enum port_drop why;
@@ -444,6 +445,7 @@ static void send_done(struct dp_worker *w, struct op *op, int res)
 }
 
 static void complete(struct dp_worker *w, struct op *op, int res)
+	WG_REQUIRES_SHARED(w->dev->lock)
 {
 	struct wg_device *dev = w->dev;
 	struct wg_pkt *p = op->pkt;
@@ -537,6 +539,7 @@ static void refill(struct dp_worker *w)
 }
 
 static unsigned int reap(struct dp_worker *w)
+	WG_REQUIRES_SHARED(w->dev->lock)
 {
 	struct io_uring_cqe *cqes[REAP_BATCH];
 	unsigned int n = io_uring_peek_batch_cqe(&w->ring, cqes, REAP_BATCH);
@@ -628,9 +631,9 @@ static void *worker_thread(void *arg)
 		if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set))
 			log_error("worker %d: cannot pin to CPU %d", w->id, w->cpu);
 	}
-	pthread_rwlock_rdlock(&dev->lock);
+	wg_rwlock_rdlock(&w->dev->lock);
 	follow_sockets(w);
-	pthread_rwlock_unlock(&dev->lock);
+	wg_rwlock_unlock(&w->dev->lock);
 	arm_wake(w);
 	while (!atomic_load(&dev->stopping)) {
 		struct __kernel_timespec idle = { .tv_sec = IDLE_TRIM_MS / 1000,
@@ -650,7 +653,7 @@ static void *worker_thread(void *arg)
 			break;
 		}
 		w->trimmed = false;
-		pthread_rwlock_rdlock(&dev->lock);
+		wg_rwlock_rdlock(&w->dev->lock);
 		if (w->ports_gen != atomic_load(&dev->ports->gen))
 			dp_follow_ports(w);
 		do {
@@ -665,7 +668,7 @@ static void *worker_thread(void *arg)
 			dp_rx_mesh_released(w);
 		dp_rx_flush(w);
 		flush_tx(w);
-		pthread_rwlock_unlock(&dev->lock);
+		wg_rwlock_unlock(&w->dev->lock);
 	}
 	drain(w);
 	for (int i = 0; i < PORT_MAX; i++) {

@@ -120,6 +120,7 @@ static void port_output_split(struct dp_worker *w, struct wport *wp, struct wg_p
  * Consumes p. */
 static void attached_output(struct dp_worker *w, struct port *port, struct wg_pkt *p,
 			    uint8_t *ip, uint32_t len, const struct tun_vnet_hdr *vnet)
+	WG_REQUIRES_SHARED(w->dev->lock)
 {
 	if (vnet && vnet->gso_type != VIRTIO_NET_HDR_GSO_NONE && !w->vnet) {
 		port_count_drop(&port->counters, PORT_DROP_too_big); /* a TUN without GSO */
@@ -214,6 +215,7 @@ static bool port_neighbour(struct dp_worker *w, struct wport *wp, const uint8_t 
 static void send_offloaded(struct dp_worker *w, struct wport *in, struct wg_pkt *p,
 			   const struct dp_hop *h, const struct tun_offload_info *info,
 			   const struct tun_vnet_hdr *vnet)
+	WG_REQUIRES_SHARED(w->dev->lock)
 {
 	uint8_t *pkt = wg_pkt_payload(p);
 	enum port_drop why;

@@ -259,11 +259,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	CHECK(!g.dev->force_under_load);
 	configure();
 
-	pthread_rwlock_rdlock(&g.dev->lock);
+	wg_rwlock_rdlock(&g.dev->lock);
 	CHECK(!memcmp(g.dev->identity->static_public, fx.local.static_public, WG_KEY_LEN));
 	g.peer = wg_device_lookup_peer(g.dev, fx.remote.static_public);
 	CHECK(g.peer);
-	pthread_mutex_lock(&g.peer->lock);
+	wg_mutex_lock(&g.peer->lock);
 	/* The fixture's pending handshake is valid for this peer. */
 	CHECK(!memcmp(g.peer->handshake.precomputed_static_static,
 		      fx.local_hs.precomputed_static_static, WG_KEY_LEN));
@@ -271,8 +271,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	CHECK(!memcmp(g.peer->handshake.remote_static, fx.remote.static_public, WG_KEY_LEN));
 	g.local_fresh = g.peer->cookie;
 	g.timers = g.peer->timers;
-	pthread_mutex_unlock(&g.peer->lock);
-	pthread_rwlock_unlock(&g.dev->lock);
+	wg_mutex_unlock(&g.peer->lock);
+	wg_rwlock_unlock(&g.dev->lock);
 
 	for (int i = 0; i < 2; i++)
 		hs_fixture_take_cookie(&fx, &g.remote_cookie[i], &g.src[i], now);
@@ -287,16 +287,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
  * input that does not a second time to look for leaks. */
 static void release(void)
 {
-	pthread_rwlock_wrlock(&g.dev->lock);
+	wg_rwlock_wrlock(&g.dev->lock);
 	if (g.dev->ratelimiter.n_entries) {
 		wg_ratelimiter_destroy(&g.dev->ratelimiter);
 		CHECK(wg_ratelimiter_init(&g.dev->ratelimiter) == 0);
 	}
-	pthread_mutex_lock(&g.peer->lock);
+	wg_mutex_lock(&g.peer->lock);
 	wg_keypairs_clear(&g.peer->keypairs);
 	wg_peer_purge_staged(g.peer);
-	pthread_mutex_unlock(&g.peer->lock);
-	pthread_rwlock_unlock(&g.dev->lock);
+	wg_mutex_unlock(&g.peer->lock);
+	wg_rwlock_unlock(&g.dev->lock);
 }
 
 /* Puts back what an input may have changed, as it was after configuration,
@@ -319,7 +319,7 @@ static void restore(struct run *r)
 	uint64_t now = wg_clock_now();
 
 	release();
-	pthread_rwlock_wrlock(&dev->lock);
+	wg_rwlock_wrlock(&dev->lock);
 	hs_fixture_fix_secrets(&fx, now);
 	pthread_mutex_lock(&dev->cookie_checker.lock);
 	memcpy(dev->cookie_checker.secret, fx.local_checker.secret, sizeof(dev->cookie_checker.secret));
@@ -327,7 +327,7 @@ static void restore(struct run *r)
 	pthread_mutex_unlock(&dev->cookie_checker.lock);
 	dev->hsq.last_under_load = 0;
 
-	pthread_mutex_lock(&p->lock);
+	wg_mutex_lock(&p->lock);
 	p->handshake = fx.local_hs;
 	if (r->flags & F_PENDING) {
 		if (!p->hs_entry.hashed)
@@ -349,7 +349,7 @@ static void restore(struct run *r)
 	p->last_initiation_consumption = (r->flags & F_FLOOD) ? now : 0;
 	p->sent_lastminute_handshake = false;
 	atomic_store(&p->handshake_queued, false);
-	pthread_mutex_unlock(&p->lock);
+	wg_mutex_unlock(&p->lock);
 
 	if (r->mode_flags & M_RECENT_LOAD)
 		dev->hsq.last_under_load = now;
@@ -367,7 +367,7 @@ static void restore(struct run *r)
 	if (r->flags & F_RL_SPENT)
 		for (int i = 0; i < WG_RATELIMIT_BURST; i++)
 			CHECK(wg_ratelimiter_allow(&dev->ratelimiter, r->src, now));
-	pthread_rwlock_unlock(&dev->lock);
+	wg_rwlock_unlock(&dev->lock);
 }
 
 static void snapshot(uint64_t s[S_COUNT])
@@ -451,19 +451,19 @@ static enum outcome observed(const uint64_t before[S_COUNT], const uint64_t afte
 static void process(const struct wg_hs_item *item, unsigned int queued)
 {
 	/* As the handshake thread: the device lock shared around the call. */
-	pthread_rwlock_rdlock(&g.dev->lock);
+	wg_rwlock_rdlock(&g.dev->lock);
 	wg_handshake_process(g.dev, item, queued);
-	pthread_rwlock_unlock(&g.dev->lock);
+	wg_rwlock_unlock(&g.dev->lock);
 }
 
 static void take_before(struct before *b)
 {
-	pthread_mutex_lock(&g.peer->lock);
+	wg_mutex_lock(&g.peer->lock);
 	b->hs = g.peer->handshake;
 	b->maker = g.peer->cookie;
 	b->index = g.peer->hs_entry.index;
 	b->hashed = g.peer->hs_entry.hashed;
-	pthread_mutex_unlock(&g.peer->lock);
+	wg_mutex_unlock(&g.peer->lock);
 }
 
 /* ---- datagrams ------------------------------------------------------------ */
@@ -625,7 +625,7 @@ static void check_response_sent(struct run *r, const uint8_t *msg, struct before
 	if (!b->maker.cookie_birthdate)
 		CHECK(all_zero(resp.macs.mac2, WG_MAC_LEN));
 
-	pthread_mutex_lock(&g.peer->lock);
+	wg_mutex_lock(&g.peer->lock);
 	/* The responder's keypair waits in next for the initiator's first
 	 * data; the handshake index became the keypair's. */
 	kp = g.peer->keypairs.next;
@@ -641,7 +641,7 @@ static void check_response_sent(struct run *r, const uint8_t *msg, struct before
 	/* As if the next initiation came 20 ms later: the replay rule, not
 	 * the flood guard, decides about it (the guard has F_FLOOD). */
 	g.peer->last_initiation_consumption = 0;
-	pthread_mutex_unlock(&g.peer->lock);
+	wg_mutex_unlock(&g.peer->lock);
 	memcpy(r->latest, f->timestamp, WG_TIMESTAMP_LEN);
 	r->flood = false;
 }
@@ -672,7 +672,7 @@ static void check_keepalive_sent(struct run *r, const uint8_t *msg, struct fed *
 	CHECK(le64toh(hdr.counter) == 0);
 	CHECK(aead_open(none, ka + sizeof(hdr), WG_TAG_LEN, NULL, 0, 0, f->pred_session.send_key));
 
-	pthread_mutex_lock(&g.peer->lock);
+	wg_mutex_lock(&g.peer->lock);
 	kp = g.peer->keypairs.current;
 	CHECK(kp && kp->keys.initiator);
 	same_session(&kp->keys, &f->pred_session);
@@ -680,7 +680,7 @@ static void check_keepalive_sent(struct run *r, const uint8_t *msg, struct fed *
 	CHECK(!g.peer->hs_entry.hashed);
 	CHECK(wg_sockaddr_equal(&g.peer->endpoint, r->src));
 	f->session = kp->keys;
-	pthread_mutex_unlock(&g.peer->lock);
+	wg_mutex_unlock(&g.peer->lock);
 }
 
 /* Under load: a cookie reply to the sender, which the remote takes exactly
@@ -703,10 +703,10 @@ static void check_cookie_sent(struct run *r, uint8_t *msg, size_t len, struct fe
 
 static void check_cookie_taken(struct before *b)
 {
-	pthread_mutex_lock(&g.peer->lock);
+	wg_mutex_lock(&g.peer->lock);
 	CHECK(!memcmp(g.peer->cookie.cookie, b->maker.cookie, WG_COOKIE_LEN));
 	CHECK(g.peer->cookie.cookie_birthdate && !g.peer->cookie.have_sent_mac1);
-	pthread_mutex_unlock(&g.peer->lock);
+	wg_mutex_unlock(&g.peer->lock);
 }
 
 /* ---- items ---------------------------------------------------------------- */
@@ -797,10 +797,10 @@ static enum outcome feed_initiate(struct run *r, const uint8_t key[WG_KEY_LEN],
 	int to;
 
 	memcpy(item.data, key, WG_KEY_LEN);
-	pthread_mutex_lock(&g.peer->lock);
+	wg_mutex_lock(&g.peer->lock);
 	to = g.peer->endpoint.sa.sa_family == AF_INET6;
 	has_endpoint = g.peer->endpoint.sa.sa_family != 0;
-	pthread_mutex_unlock(&g.peer->lock);
+	wg_mutex_unlock(&g.peer->lock);
 	/* Only to our peer, and only where it can be reached. */
 	pred = is_peer && has_endpoint ? OUT_INITIATION_SENT : OUT_NONE;
 	atomic_store(&g.peer->handshake_queued, true); /* as wg_handshake_request leaves it */
@@ -832,7 +832,7 @@ static enum outcome feed_initiate(struct run *r, const uint8_t key[WG_KEY_LEN],
 		/* The remote opens it and finds the device's key. */
 		CHECK(wg_noise_open_initiation(&in, init, &fx.remote));
 		CHECK(!memcmp(in.remote_static, fx.local.static_public, WG_KEY_LEN));
-		pthread_mutex_lock(&g.peer->lock);
+		wg_mutex_lock(&g.peer->lock);
 		if (!g.peer->cookie.cookie_birthdate)
 			CHECK(all_zero(init->macs.mac2, WG_MAC_LEN));
 		CHECK(g.peer->handshake.state == WG_NOISE_CREATED_INITIATION);
@@ -840,7 +840,7 @@ static enum outcome feed_initiate(struct run *r, const uint8_t key[WG_KEY_LEN],
 		CHECK(g.peer->hs_entry.hashed && g.peer->hs_entry.index == g.peer->handshake.local_index);
 		CHECK(g.peer->cookie.have_sent_mac1 &&
 		      !memcmp(g.peer->cookie.last_mac1_sent, init->macs.mac1, WG_MAC_LEN));
-		pthread_mutex_unlock(&g.peer->lock);
+		wg_mutex_unlock(&g.peer->lock);
 		sodium_memzero(&in, sizeof(in));
 	}
 	expect_quiet();
@@ -868,9 +868,9 @@ static void run_message(struct run *r, const uint8_t *data, size_t len)
 				    offsetof(struct wg_msg_response, receiver_index) : 0;
 		uint32_t index;
 
-		pthread_mutex_lock(&g.peer->lock);
+		wg_mutex_lock(&g.peer->lock);
 		index = htole32(g.peer->hs_entry.index);
-		pthread_mutex_unlock(&g.peer->lock);
+		wg_mutex_unlock(&g.peer->lock);
 		if (at)
 			memcpy(msg + at, &index, sizeof(index));
 	}
@@ -881,9 +881,9 @@ static void run_message(struct run *r, const uint8_t *data, size_t len)
 		/* A reply can come only from the remote, whose checker gives
 		 * the device this cookie; and it is taken once. */
 		if (r->flags & F_PENDING) {
-			pthread_mutex_lock(&g.peer->lock);
+			wg_mutex_lock(&g.peer->lock);
 			CHECK(!memcmp(g.peer->cookie.cookie, fx.local_cookie, WG_COOKIE_LEN));
-			pthread_mutex_unlock(&g.peer->lock);
+			wg_mutex_unlock(&g.peer->lock);
 		}
 		feed_packet(r, msg, len, &f);
 		CHECK(f.out == OUT_COOKIE_FAIL);

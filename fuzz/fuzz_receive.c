@@ -203,14 +203,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	configure(key);
 	sodium_memzero(key, sizeof(key));
 
-	pthread_rwlock_rdlock(&g.dev->lock);
+	wg_rwlock_rdlock(&g.dev->lock);
 	g.peer = wg_device_lookup_peer(g.dev, g.remote.static_public);
 	CHECK(g.peer);
-	pthread_mutex_lock(&g.peer->lock);
+	wg_mutex_lock(&g.peer->lock);
 	handshakes();
 	reinstall(wg_clock_now());
-	pthread_mutex_unlock(&g.peer->lock);
-	pthread_rwlock_unlock(&g.dev->lock);
+	wg_mutex_unlock(&g.peer->lock);
+	wg_rwlock_unlock(&g.dev->lock);
 
 	set_addr4(&g.src[0], "192.0.2.2", 51820);
 	g.src[1].in6.sin6_family = AF_INET6;
@@ -229,7 +229,7 @@ static void prepare(uint64_t now)
 {
 	struct wg_keypairs *kps = &g.peer->keypairs;
 
-	pthread_mutex_lock(&g.peer->lock);
+	wg_mutex_lock(&g.peer->lock);
 	if (kps->current != g.kp[0] || kps->next != g.kp[1] || kps->previous ||
 	    wg_clock_after(now, g.installed, (uint64_t)SESSION_REFRESH_SEC * NSEC_PER_SEC))
 		reinstall(now);
@@ -238,7 +238,7 @@ static void prepare(uint64_t now)
 		wg_replay_init(&g.kp[i]->replay);
 		pthread_spin_unlock(&g.kp[i]->replay_lock);
 	}
-	pthread_mutex_unlock(&g.peer->lock);
+	wg_mutex_unlock(&g.peer->lock);
 }
 
 /* The naive model of wg_receive's gate for handshake messages. */
@@ -328,9 +328,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		queued = queued_model(buf, len);
 	}
 
-	pthread_rwlock_rdlock(&g.dev->lock);
+	wg_rwlock_rdlock(&g.dev->lock);
 	ret = wg_receive(g.dev, buf, (uint32_t)len, &g.src[!!(data[-1] & F_SRC_V6)], &g.tx);
-	pthread_rwlock_unlock(&g.dev->lock);
+	wg_rwlock_unlock(&g.dev->lock);
 
 	if (g.trace)
 		fprintf(stderr, "mode %#x: len %zu -> %u (model %u), queued %u\n", data[-1], len,

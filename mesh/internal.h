@@ -4,6 +4,7 @@
 #ifndef WEFT_MESH_INTERNAL_H
 #define WEFT_MESH_INTERNAL_H
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -11,6 +12,8 @@
 
 #include "mesh/mesh.h"
 #include "mesh/msg.h"
+#include "wg/device.h"
+#include "wg/lock.h"
 #include "wg/noise.h"
 
 enum loc_state {
@@ -56,7 +59,7 @@ struct mesh {
 	_Atomic int mode;
 	struct rt_hop prefix_hop;           /* RT_HOP_MESH: the table's value of the prefixes */
 
-	pthread_mutex_t lock;               /* everything below */
+	struct wg_mutex lock;               /* everything below */
 	pthread_cond_t cond;
 	pthread_t thread;
 	bool started, stop;
@@ -87,29 +90,66 @@ bool mesh_rate_take(struct rate *r, uint64_t now);
 size_t mesh_addr_len(int family);
 /* Whether addr lies in one of the mesh's prefixes. */
 bool mesh_in_prefixes(const struct mesh *m, int family, const uint8_t *addr);
+/* The mesh thread's and the control plane's order: the device write lock,
+ * then the mesh lock. */
+static inline void mesh_lock(struct mesh *m) WG_ACQUIRE(m->dev->lock, m->lock)
+{
+	wg_rwlock_wrlock(&m->dev->lock);
+	wg_mutex_lock(&m->lock);
+}
+
+static inline void mesh_unlock(struct mesh *m) WG_RELEASE(m->lock, m->dev->lock)
+{
+	wg_mutex_unlock(&m->lock);
+	wg_rwlock_unlock(&m->dev->lock);
+}
+
+/* The analysis matches locks by name: where the caller holds the device
+ * lock as dev->lock, these say that m->dev->lock (what the functions below
+ * name) is that lock, as m is dev->mesh. */
+static inline void mesh_dev_locked(const struct mesh *m, const struct wg_device *dev)
+	WG_REQUIRES(dev->lock) WG_ASSERT(m->dev->lock)
+{
+	assert(m->dev == dev);
+}
+
+static inline void mesh_dev_locked_shared(const struct mesh *m, const struct wg_device *dev)
+	WG_REQUIRES_SHARED(dev->lock) WG_ASSERT_SHARED(m->dev->lock)
+{
+	assert(m->dev == dev);
+}
+
 /* Mesh lock held: the record of an address, or NULL. */
-struct mesh_loc *mesh_loc_find(struct mesh *m, int family, const uint8_t *addr, uint8_t cidr);
+struct mesh_loc *mesh_loc_find(struct mesh *m, int family, const uint8_t *addr, uint8_t cidr)
+	WG_REQUIRES(m->lock);
 /* Mesh lock held: the record of an address, made when missing (NULL: no
  * memory). */
-struct mesh_loc *mesh_loc_get(struct mesh *m, int family, const uint8_t *addr, uint8_t cidr);
+struct mesh_loc *mesh_loc_get(struct mesh *m, int family, const uint8_t *addr, uint8_t cidr)
+	WG_REQUIRES(m->lock);
 /* Mesh lock held: puts a record on the list of those with a deadline. */
-void mesh_timed_add(struct mesh *m, struct mesh_loc *l);
+void mesh_timed_add(struct mesh *m, struct mesh_loc *l)
+	WG_REQUIRES(m->lock);
 /* Device write lock held: the record goes into (publish) or out of
  * (unpublish) the forwarding table, where workers find it. */
-void mesh_loc_publish(struct mesh *m, struct mesh_loc *l);
-void mesh_loc_unpublish(struct mesh *m, struct mesh_loc *l);
+void mesh_loc_publish(struct mesh *m, struct mesh_loc *l)
+	WG_REQUIRES(m->dev->lock);
+void mesh_loc_unpublish(struct mesh *m, struct mesh_loc *l)
+	WG_REQUIRES(m->dev->lock);
 /* Frees the packets of q. */
 void mesh_queue_free(struct mesh *m, struct wg_pkt_queue *q);
 /* Both locks held; l is out of the table and off the timed list. */
-void mesh_loc_free(struct mesh *m, struct mesh_loc *l);
+void mesh_loc_free(struct mesh *m, struct mesh_loc *l)
+	WG_REQUIRES(m->lock, m->dev->lock);
 /* Mesh lock held: a message to send (to one peer, or all when to is NULL
  * and all is set) once the locks are dropped. */
 void mesh_note_add(struct mesh *m, const uint8_t *to, bool all, enum mesh_type type,
-		   const struct mesh_item *item);
+		   const struct mesh_item *item)
+	WG_REQUIRES(m->lock);
 /* The item naming l's address; and its holder and stamp. */
 void mesh_item_of(const struct mesh_loc *l, struct mesh_item *it);
 void mesh_item_holder(struct mesh_item *it, const uint8_t *key, uint64_t seq);
-/* Mesh lock held: wakes the mesh thread. */
+/* Wakes the mesh thread, after a change made under the mesh lock (held or
+ * not: the thread looks at the state under the lock before it waits). */
 void mesh_wake(struct mesh *m);
 
 #endif

@@ -55,6 +55,7 @@ bool mesh_rate_take(struct rate *r, uint64_t now)
 
 /* Device lock held: this host's public key, or NULL. */
 static const uint8_t *self_key(struct mesh *m)
+	WG_REQUIRES_SHARED(m->dev->lock)
 {
 	return m->dev->identity->has_identity ? m->dev->identity->static_public : NULL;
 }
@@ -62,6 +63,7 @@ static const uint8_t *self_key(struct mesh *m)
 /* Device lock held: the home host of l's address among this host and its
  * peers: NULL for this host, else the peer. */
 static struct wg_peer *home_of(struct mesh *m, const struct mesh_loc *l, bool *self)
+	WG_REQUIRES_SHARED(m->dev->lock)
 {
 	struct wg_device *dev = m->dev;
 	const uint8_t *me = self_key(m);
@@ -131,6 +133,7 @@ static void release(struct mesh *m, struct mesh_loc *l)
 }
 
 static void go_negative(struct mesh *m, struct mesh_loc *l, uint64_t now)
+	WG_REQUIRES(m->lock, m->dev->lock)
 {
 	mesh_count(m, negative, 1);
 	mesh_count(m, queue_dropped, l->out.len);
@@ -148,6 +151,7 @@ static void go_negative(struct mesh *m, struct mesh_loc *l, uint64_t now)
  * the holder it replaced (NULL: none, or the same). */
 static struct wg_peer *learn(struct mesh *m, struct mesh_loc *l, struct wg_peer *holder,
 			     uint64_t seq, uint64_t now)
+	WG_REQUIRES(m->lock, m->dev->lock)
 {
 	struct wg_peer *old = l->peer;
 
@@ -187,6 +191,7 @@ static struct wg_peer *learn(struct mesh *m, struct mesh_loc *l, struct wg_peer 
 /* Sends a solicitation for l (none when this host is the home itself:
  * then only an ANNOUNCE on its way can answer). Both locks held. */
 static void solicit(struct mesh *m, struct mesh_loc *l, uint64_t now)
+	WG_REQUIRES(m->lock, m->dev->lock)
 {
 	struct mesh_item it;
 	struct wg_peer *home;
@@ -211,6 +216,7 @@ static void solicit(struct mesh *m, struct mesh_loc *l, uint64_t now)
 
 /* Both locks held: a SOLICIT from `from` for the item. */
 static void answer(struct mesh *m, const uint8_t *from, const struct mesh_item *it)
+	WG_REQUIRES(m->lock, m->dev->lock)
 {
 	struct mesh_loc *l = mesh_loc_find(m, it->family, it->addr, it->cidr);
 	bool local = is_local(m, it->family, it->addr);
@@ -230,10 +236,10 @@ static void answer(struct mesh *m, const uint8_t *from, const struct mesh_item *
 }
 
 static void handle(struct mesh *m, const struct mesh_note *n, uint64_t now)
+	WG_REQUIRES(m->lock, m->dev->lock)
 {
 	const struct mesh_item *it = &n->item;
-	struct wg_device *dev = m->dev;
-	struct wg_peer *from = wg_device_lookup_peer(dev, n->peer), *holder = from, *old;
+	struct wg_peer *from = wg_device_lookup_peer(m->dev, n->peer), *holder = from, *old;
 	struct mesh_loc *l;
 	bool self;
 
@@ -248,7 +254,7 @@ static void handle(struct mesh *m, const struct mesh_note *n, uint64_t now)
 		return;
 	}
 	if (it->has_holder) {
-		holder = wg_device_lookup_peer(dev, it->holder);
+		holder = wg_device_lookup_peer(m->dev, it->holder);
 		if (!holder)
 			return; /* ourselves, or a host we have no tunnel to */
 	}
@@ -309,6 +315,7 @@ static void handle(struct mesh *m, const struct mesh_note *n, uint64_t now)
 /* Both locks held: one record's deadline passed. Returns whether it stays
  * on the timed list. */
 static bool expire(struct mesh *m, struct mesh_loc *l, uint64_t now)
+	WG_REQUIRES(m->lock, m->dev->lock)
 {
 	switch (l->state) {
 	case LOC_PENDING:
@@ -339,6 +346,7 @@ static bool expire(struct mesh *m, struct mesh_loc *l, uint64_t now)
 /* Both locks held: timeouts and solicitations due. Returns the next
  * deadline. */
 static uint64_t tick(struct mesh *m, uint64_t now)
+	WG_REQUIRES(m->lock, m->dev->lock)
 {
 	uint64_t next = UINT64_MAX;
 
@@ -368,6 +376,7 @@ static uint64_t tick(struct mesh *m, uint64_t now)
  * sending once the locks are dropped (NULL when there are none, or no
  * memory: then they stay for the thread's next round). */
 static struct mesh_note *take_notes(struct mesh *m, size_t *n)
+	WG_REQUIRES(m->lock)
 {
 	struct mesh_note *out;
 
@@ -382,6 +391,7 @@ static struct mesh_note *take_notes(struct mesh *m, size_t *n)
 
 /* No lock held: sends what was noted. */
 static void send_notes(struct mesh *m, struct mesh_note *notes, size_t n)
+	WG_EXCLUDES(m->lock, m->dev->lock)
 {
 	struct wg_device *dev = m->dev;
 	struct wg_tx tx;
@@ -389,7 +399,7 @@ static void send_notes(struct mesh *m, struct mesh_note *notes, size_t n)
 	if (!n)
 		return;
 	wg_tx_direct_init(&tx, dev);
-	pthread_rwlock_rdlock(&dev->lock);
+	wg_rwlock_rdlock(&dev->lock);
 	for (size_t i = 0; i < n; i++) {
 		struct mesh_msg msg = { .type = notes[i].type, .count = 1 };
 		struct wg_peer *to = notes[i].all ? dev->peers_head
@@ -410,7 +420,7 @@ static void send_notes(struct mesh *m, struct mesh_note *notes, size_t n)
 			wg_send_to_peer(dev, to, &p, 1, &tx);
 		}
 	}
-	pthread_rwlock_unlock(&dev->lock);
+	wg_rwlock_unlock(&dev->lock);
 }
 
 static void kick_worker(struct mesh *m)
@@ -421,22 +431,20 @@ static void kick_worker(struct mesh *m)
 
 /* One round of the thread's work; called without locks. */
 static uint64_t run(struct mesh *m)
+	WG_EXCLUDES(m->lock, m->dev->lock)
 {
-	struct wg_device *dev = m->dev;
 	struct mesh_note *out;
 	size_t n_out;
 	uint64_t now = wg_clock_now(), next;
 
-	pthread_rwlock_wrlock(&dev->lock);
-	pthread_mutex_lock(&m->lock);
+	mesh_lock(m);
 	for (size_t i = 0; i < m->n_inbox; i++)
 		handle(m, &m->inbox[i], now);
 	m->n_inbox = 0;
 	m->solicit_due = false;
 	next = tick(m, now);
 	out = take_notes(m, &n_out);
-	pthread_mutex_unlock(&m->lock);
-	pthread_rwlock_unlock(&dev->lock);
+	mesh_unlock(m);
 	send_notes(m, out, n_out);
 	free(out);
 	kick_worker(m);
@@ -445,6 +453,7 @@ static uint64_t run(struct mesh *m)
 
 /* Mesh lock held: whether a round has work. */
 static bool due(const struct mesh *m, uint64_t next)
+	WG_REQUIRES(m->lock)
 {
 	return m->n_inbox || m->n_outbox || m->solicit_due ||
 	       (next != UINT64_MAX && wg_clock_now() >= next);
@@ -455,13 +464,13 @@ static void *mesh_thread(void *arg)
 	struct mesh *m = arg;
 	uint64_t next = UINT64_MAX;
 
-	pthread_mutex_lock(&m->lock);
+	wg_mutex_lock(&m->lock);
 	while (!m->stop) {
 		if (!due(m, next)) {
 			struct timespec ts;
 
 			if (next == UINT64_MAX) {
-				pthread_cond_wait(&m->cond, &m->lock);
+				wg_cond_wait(&m->cond, &m->lock);
 			} else {
 				/* next is on the protocol clock; the wait on CLOCK_MONOTONIC. */
 				uint64_t now = wg_clock_now(), wait = next > now ? next - now : 0;
@@ -470,15 +479,15 @@ static void *mesh_thread(void *arg)
 				wait += (uint64_t)ts.tv_nsec;
 				ts.tv_sec += (time_t)(wait / NSEC_PER_SEC);
 				ts.tv_nsec = (long)(wait % NSEC_PER_SEC);
-				pthread_cond_timedwait(&m->cond, &m->lock, &ts);
+				wg_cond_timedwait(&m->cond, &m->lock, &ts);
 			}
 			continue;
 		}
-		pthread_mutex_unlock(&m->lock);
+		wg_mutex_unlock(&m->lock);
 		next = run(m);
-		pthread_mutex_lock(&m->lock);
+		wg_mutex_lock(&m->lock);
 	}
-	pthread_mutex_unlock(&m->lock);
+	wg_mutex_unlock(&m->lock);
 	return NULL;
 }
 
@@ -506,7 +515,7 @@ int mesh_new(struct wg_device *dev, struct mesh **out)
 	}
 	m->dev = dev;
 	m->prefix_hop.kind = RT_HOP_MESH;
-	pthread_mutex_init(&m->lock, NULL);
+	wg_mutex_init(&m->lock);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&m->cond, &ca);
@@ -531,18 +540,21 @@ void mesh_stop(struct mesh *m)
 {
 	if (!m || !m->started)
 		return;
-	pthread_mutex_lock(&m->lock);
+	wg_mutex_lock(&m->lock);
 	m->stop = true;
 	mesh_wake(m);
-	pthread_mutex_unlock(&m->lock);
+	wg_mutex_unlock(&m->lock);
 	pthread_join(m->thread, NULL);
 	m->started = false;
 }
 
-void mesh_free(struct mesh *m)
+void mesh_free(struct wg_device *dev)
 {
+	struct mesh *m = dev->mesh;
+
 	if (!m)
 		return;
+	mesh_dev_locked(m, dev);
 	for (size_t i = 0; i < m->n_buckets; i++) {
 		while (m->buckets[i]) {
 			struct mesh_loc *l = m->buckets[i];
@@ -562,9 +574,10 @@ void mesh_free(struct mesh *m)
 	free(m->buckets);
 	free(m->inbox);
 	free(m->outbox);
-	pthread_mutex_destroy(&m->lock);
+	wg_mutex_destroy(&m->lock);
 	pthread_cond_destroy(&m->cond);
 	free(m);
+	dev->mesh = NULL;
 }
 
 /* Control plane. */
@@ -578,11 +591,11 @@ static void announce_ports(struct wg_device *dev)
 
 	if (!addrs)
 		return;
-	pthread_rwlock_rdlock(&dev->lock);
+	wg_rwlock_rdlock(&dev->lock);
 	for (int i = 0; i < PORT_MAX; i++)
 		for (size_t j = 0; dev->ports->slot[i] && j < dev->ports->slot[i]->cfg.n_addrs; j++)
 			addrs[n++] = dev->ports->slot[i]->cfg.addrs[j];
-	pthread_rwlock_unlock(&dev->lock);
+	wg_rwlock_unlock(&dev->lock);
 	mesh_local_added(dev, addrs, n);
 	free(addrs);
 }
@@ -597,8 +610,7 @@ int mesh_set(struct wg_device *dev, const struct mesh_config *cfg)
 	for (size_t i = 0; i < cfg->n_prefixes; i++)
 		if (!ip_prefix_valid(&cfg->prefixes[i]))
 			return -EINVAL;
-	pthread_rwlock_wrlock(&dev->lock);
-	pthread_mutex_lock(&m->lock);
+	mesh_lock(m);
 	for (size_t i = 0; i < m->cfg.n_prefixes; i++)
 		rt_remove(dev->allowed_ips, m->cfg.prefixes[i].family, m->cfg.prefixes[i].addr,
 			  m->cfg.prefixes[i].cidr, &m->prefix_hop);
@@ -610,8 +622,7 @@ int mesh_set(struct wg_device *dev, const struct mesh_config *cfg)
 		err = rt_insert(dev->allowed_ips, cfg->prefixes[i].family, cfg->prefixes[i].addr,
 				cfg->prefixes[i].cidr, &m->prefix_hop);
 	atomic_store(&m->mode, err ? MESH_OFF : (int)cfg->mode);
-	pthread_mutex_unlock(&m->lock);
-	pthread_rwlock_unlock(&dev->lock);
+	mesh_unlock(m);
 	if (!err && cfg->mode != MESH_OFF)
 		announce_ports(dev);
 	if (!err)
@@ -627,7 +638,7 @@ void mesh_get(struct wg_device *dev, struct mesh_config *cfg, struct mesh_stats 
 {
 	struct mesh *m = dev->mesh;
 
-	pthread_mutex_lock(&m->lock);
+	wg_mutex_lock(&m->lock);
 	if (cfg)
 		*cfg = m->cfg;
 	if (st) {
@@ -639,7 +650,7 @@ void mesh_get(struct wg_device *dev, struct mesh_config *cfg, struct mesh_stats 
 		for (struct mesh_loc *l = m->timed; l; l = l->timed_next)
 			st->pending += l->state == LOC_PENDING;
 	}
-	pthread_mutex_unlock(&m->lock);
+	wg_mutex_unlock(&m->lock);
 }
 
 /* Registration: this host now holds addrs (already in the table as a
@@ -652,8 +663,7 @@ void mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, size
 
 	if (!m)
 		return;
-	pthread_rwlock_wrlock(&dev->lock);
-	pthread_mutex_lock(&m->lock);
+	mesh_lock(m);
 	for (size_t i = 0; i < n && atomic_load(&m->mode) != MESH_OFF; i++) {
 		const struct ip_prefix *a = &addrs[i];
 		struct mesh_loc *l;
@@ -692,8 +702,7 @@ void mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, size
 		}
 	}
 	out = take_notes(m, &n_out);
-	pthread_mutex_unlock(&m->lock);
-	pthread_rwlock_unlock(&dev->lock);
+	mesh_unlock(m);
 	/* Sent before returning, so that "registered" means "announced". */
 	send_notes(m, out, n_out);
 	free(out);
@@ -709,8 +718,7 @@ void mesh_local_removed(struct wg_device *dev, const struct ip_prefix *addrs, si
 
 	if (!m)
 		return;
-	pthread_rwlock_wrlock(&dev->lock);
-	pthread_mutex_lock(&m->lock);
+	mesh_lock(m);
 	for (size_t i = 0; i < n; i++) {
 		struct mesh_loc *l = mesh_loc_find(m, addrs[i].family, addrs[i].addr, addrs[i].cidr);
 		uint64_t registered;
@@ -746,8 +754,7 @@ void mesh_local_removed(struct wg_device *dev, const struct ip_prefix *addrs, si
 		}
 	}
 	out = take_notes(m, &n_out);
-	pthread_mutex_unlock(&m->lock);
-	pthread_rwlock_unlock(&dev->lock);
+	mesh_unlock(m);
 	send_notes(m, out, n_out);
 	free(out);
 	mesh_wake(m);
@@ -777,8 +784,8 @@ int mesh_routes(struct wg_device *dev, struct mesh_route **out, size_t *n, size_
 	struct mesh_route *r;
 	size_t k = 0;
 
-	pthread_rwlock_rdlock(&dev->lock);
-	pthread_mutex_lock(&m->lock);
+	wg_rwlock_rdlock(&dev->lock);
+	wg_mutex_lock(&m->lock);
 	r = calloc(m->n_located < max ? m->n_located + 1 : max + 1, sizeof(*r));
 	for (size_t b = 0; r && b < m->n_buckets; b++) {
 		for (struct mesh_loc *l = m->buckets[b]; l && k < max; l = l->hash_next) {
@@ -794,8 +801,8 @@ int mesh_routes(struct wg_device *dev, struct mesh_route **out, size_t *n, size_
 			k++;
 		}
 	}
-	pthread_mutex_unlock(&m->lock);
-	pthread_rwlock_unlock(&dev->lock);
+	wg_mutex_unlock(&m->lock);
+	wg_rwlock_unlock(&dev->lock);
 	if (!r)
 		return -ENOMEM;
 	*out = r;
@@ -809,7 +816,8 @@ void mesh_peer_removed(struct wg_device *dev, struct wg_peer *peer)
 
 	if (!m)
 		return;
-	pthread_mutex_lock(&m->lock);
+	mesh_dev_locked(m, dev);
+	wg_mutex_lock(&m->lock);
 	for (size_t b = 0; b < m->n_buckets; b++) {
 		for (struct mesh_loc *l = m->buckets[b]; l; l = l->hash_next) {
 			struct wg_pkt_queue keep = { 0 };
@@ -835,5 +843,5 @@ void mesh_peer_removed(struct wg_device *dev, struct wg_peer *peer)
 			}
 		}
 	}
-	pthread_mutex_unlock(&m->lock);
+	wg_mutex_unlock(&m->lock);
 }

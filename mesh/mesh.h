@@ -23,13 +23,10 @@
 #include "mesh/types.h"
 #include "router/hop.h"
 #include "port/config.h"
+#include "wg/device.h"
+#include "wg/lock.h"
 #include "wg/packet.h"
 #include "wg/receive.h"
-
-struct wg_device;
-struct wg_peer;
-struct wg_pkt;
-struct wg_tx;
 
 /* What this host knows about one mesh address: the record of the mesh
  * thread, and, while it says where the address is (or that it is nowhere),
@@ -70,12 +67,14 @@ struct mesh;
 int mesh_new(struct wg_device *dev, struct mesh **out);
 int mesh_start(struct mesh *mesh);
 void mesh_stop(struct mesh *mesh);
-/* With the device write lock held. */
-void mesh_free(struct mesh *mesh);
+/* Frees dev->mesh (if any) and clears it. */
+void mesh_free(struct wg_device *dev) WG_REQUIRES(dev->lock);
 
 /* Control plane (any thread, no device lock held). 0 or -errno. */
-int mesh_set(struct wg_device *dev, const struct mesh_config *cfg);
-void mesh_get(struct wg_device *dev, struct mesh_config *cfg, struct mesh_stats *st);
+int mesh_set(struct wg_device *dev, const struct mesh_config *cfg)
+	WG_EXCLUDES(dev->lock);
+void mesh_get(struct wg_device *dev, struct mesh_config *cfg, struct mesh_stats *st)
+	WG_EXCLUDES(dev->lock);
 
 /* Registers addrs[0, n) to the local port named port (as `address` of its
  * configuration: the port's anti-spoofing set and the forwarding table) and
@@ -83,14 +82,17 @@ void mesh_get(struct wg_device *dev, struct mesh_config *cfg, struct mesh_stats 
  * already has. 0, -ENOENT (no such port), -EEXIST (an address belongs to
  * another port), -ENOSPC (PORT_MAX_ADDRS), -EINVAL. */
 int mesh_vm_add(struct wg_device *dev, const char *port, const struct ip_prefix *addrs,
-		size_t n);
+		size_t n)
+	WG_EXCLUDES(dev->lock);
 /* Unregisters addrs from whichever port holds them; the host forwards what
  * still reaches it to where the address went, when it knows. 0 or -ENOENT
  * (an address is registered nowhere; nothing changed). */
-int mesh_vm_del(struct wg_device *dev, const struct ip_prefix *addrs, size_t n);
+int mesh_vm_del(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
+	WG_EXCLUDES(dev->lock);
 
 /* Learned locations, for listing (struct mesh_route, mesh/types.h). */
-int mesh_routes(struct wg_device *dev, struct mesh_route **out, size_t *n, size_t max);
+int mesh_routes(struct wg_device *dev, struct mesh_route **out, size_t *n, size_t max)
+	WG_EXCLUDES(dev->lock);
 
 /* The data path's side (workers, device lock held shared). */
 
@@ -101,7 +103,8 @@ bool mesh_enabled(const struct wg_device *dev);
  * (bounded; drops counted), and the address solicited. The caller keeps
  * its packets. */
 void mesh_miss(struct wg_device *dev, struct wg_pkt *const *pkts, unsigned int n, int family,
-	       const uint8_t *dst);
+	       const uint8_t *dst)
+	WG_REQUIRES_SHARED(dev->lock);
 
 /* The mesh's word on a packet wg_receive_open let through with verdict v
  * (WG_RX_PEER or WG_RX_FOREIGN), when the mesh is enabled: a mesh message
@@ -110,13 +113,15 @@ void mesh_miss(struct wg_device *dev, struct wg_pkt *const *pkts, unsigned int n
  * claims one of our VMs; a foreign source goes on when its address lives
  * behind the peer, is held while that is re-resolved (false), or is
  * rejected and counted (false). */
-bool mesh_receive(struct wg_device *dev, struct wg_rx *rx, enum wg_rx_verdict v);
+bool mesh_receive(struct wg_device *dev, struct wg_rx *rx, enum wg_rx_verdict v)
+	WG_REQUIRES_SHARED(dev->lock);
 /* A packet from peer through the tunnel to a mesh address this host does
  * not hold (hop: its table entry, RT_HOP_REMOTE or RT_HOP_MESH): sent on to
  * where the address went, or queued while that is found out, and peer is
  * told NOT_HERE. The caller keeps ip. */
 void mesh_transit(struct wg_device *dev, struct wg_peer *peer, struct rt_hop *hop,
-		  uint8_t *ip, uint32_t len, struct wg_tx *tx);
+		  uint8_t *ip, uint32_t len, struct wg_tx *tx)
+	WG_REQUIRES_SHARED(dev->lock);
 /* The tag (struct wg_pkt egress) of a queued packet that came through the
  * tunnel for an address that had moved away: when its destination is
  * found, it is forwarded wrapped (mesh_forward), not sent as ours. */
@@ -125,21 +130,27 @@ void mesh_transit(struct wg_device *dev, struct wg_peer *peer, struct rt_hop *ho
  * wrapped, to the holder of its destination and returns true; false when
  * the destination is not remote (any more): the caller routes it. The
  * caller keeps p. */
-bool mesh_forward(struct wg_device *dev, struct wg_pkt *p, struct wg_tx *tx);
+bool mesh_forward(struct wg_device *dev, struct wg_pkt *p, struct wg_tx *tx)
+	WG_REQUIRES_SHARED(dev->lock);
 /* A mesh message ip[0, len) (mesh_msg_is_mesh) opened from peer. */
 void mesh_received(struct wg_device *dev, struct wg_peer *peer, const uint8_t *ip,
-		   uint32_t len);
+		   uint32_t len)
+	WG_REQUIRES_SHARED(dev->lock);
 /* Worker 0, every turn: packets the mesh thread has released. out: to be
  * routed (their destination now has a location); in: checked, to be
  * delivered here. Heap packets with the IP packet at WG_PKT_FRONT. */
 bool mesh_has_released(const struct wg_device *dev);
 void mesh_take_released(struct wg_device *dev, struct wg_pkt_queue *out,
-			struct wg_pkt_queue *in);
+			struct wg_pkt_queue *in)
+	WG_REQUIRES_SHARED(dev->lock);
 
 /* Device hooks. Write lock held: a peer is going away. */
-void mesh_peer_removed(struct wg_device *dev, struct wg_peer *peer);
+void mesh_peer_removed(struct wg_device *dev, struct wg_peer *peer)
+	WG_REQUIRES(dev->lock);
 /* No lock held: a port with these addresses was added or removed. */
-void mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, size_t n);
-void mesh_local_removed(struct wg_device *dev, const struct ip_prefix *addrs, size_t n);
+void mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
+	WG_EXCLUDES(dev->lock);
+void mesh_local_removed(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
+	WG_EXCLUDES(dev->lock);
 
 #endif

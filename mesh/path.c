@@ -42,6 +42,7 @@ static struct wg_pkt *copy_packet(const uint8_t *ip, uint32_t len)
 /* Mesh lock held: queues a copy of ip on q (a record's), tagged. */
 static void enqueue(struct mesh *m, struct wg_pkt_queue *q, const uint8_t *ip, uint32_t len,
 		    void *tag)
+	WG_REQUIRES(m->lock)
 {
 	struct wg_pkt *p;
 
@@ -57,6 +58,7 @@ static void enqueue(struct mesh *m, struct wg_pkt_queue *q, const uint8_t *ip, u
 
 /* Mesh lock held: the record of a destination, being solicited. */
 static struct mesh_loc *pending(struct mesh *m, int family, const uint8_t *addr)
+	WG_REQUIRES(m->lock)
 {
 	struct mesh_loc *l = mesh_loc_get(m, family, addr, family == AF_INET ? 32 : 128);
 
@@ -81,7 +83,7 @@ void mesh_miss(struct wg_device *dev, struct wg_pkt *const *pkts, unsigned int n
 	struct mesh *m = dev->mesh;
 	struct mesh_loc *l;
 
-	pthread_mutex_lock(&m->lock);
+	wg_mutex_lock(&m->lock);
 	l = pending(m, family, dst);
 	for (unsigned int i = 0; i < n; i++) {
 		if (l)
@@ -90,7 +92,7 @@ void mesh_miss(struct wg_device *dev, struct wg_pkt *const *pkts, unsigned int n
 			mesh_count(m, queue_dropped, 1);
 	}
 	mesh_wake(m);
-	pthread_mutex_unlock(&m->lock);
+	wg_mutex_unlock(&m->lock);
 }
 
 enum mesh_verdict { MESH_ACCEPT, MESH_HOLD, MESH_DROP };
@@ -123,7 +125,7 @@ static void hold(struct wg_device *dev, struct wg_peer *peer, int family, const 
 	struct mesh *m = dev->mesh;
 	struct mesh_loc *l;
 
-	pthread_mutex_lock(&m->lock);
+	wg_mutex_lock(&m->lock);
 	l = pending(m, family, src);
 	if (l) {
 		enqueue(m, &l->in, ip, len, peer);
@@ -132,7 +134,7 @@ static void hold(struct wg_device *dev, struct wg_peer *peer, int family, const 
 		mesh_count(m, spoofed, 1);
 	}
 	mesh_wake(m);
-	pthread_mutex_unlock(&m->lock);
+	wg_mutex_unlock(&m->lock);
 }
 
 bool mesh_receive(struct wg_device *dev, struct wg_rx *rx, enum wg_rx_verdict v)
@@ -177,9 +179,11 @@ bool mesh_receive(struct wg_device *dev, struct wg_rx *rx, enum wg_rx_verdict v)
 
 /* Sends ip[0, len) (its TTL already counted down) on to the holder of l,
  * wrapped so that the holder knows we checked its source. */
-static bool forward(struct mesh *m, struct mesh_loc *l, const uint8_t *ip, uint32_t len,
+static bool forward(struct wg_device *dev, struct mesh_loc *l, const uint8_t *ip, uint32_t len,
 		    struct wg_tx *tx)
+	WG_REQUIRES_SHARED(dev->lock)
 {
+	struct mesh *m = dev->mesh;
 	struct wg_pkt *p = wg_pkt_alloc(MESH_FWD_HLEN + len);
 
 	if (!p || !mesh_fwd_wrap(wg_pkt_payload(p), ip, len)) {
@@ -189,7 +193,7 @@ static bool forward(struct mesh *m, struct mesh_loc *l, const uint8_t *ip, uint3
 	}
 	p->len = MESH_FWD_HLEN + len;
 	memcpy(wg_pkt_payload(p) + MESH_FWD_HLEN, ip, len);
-	wg_send_to_peer(m->dev, l->peer, &p, 1, tx);
+	wg_send_to_peer(dev, l->peer, &p, 1, tx);
 	mesh_count(m, forwarded, 1);
 	return true;
 }
@@ -202,7 +206,7 @@ bool mesh_forward(struct wg_device *dev, struct wg_pkt *p, struct wg_tx *tx)
 
 	if (!hop || hop->kind != RT_HOP_REMOTE || !mesh_loc_from_hop(hop)->peer)
 		return false;
-	forward(dev->mesh, mesh_loc_from_hop(hop), wg_pkt_payload(p), p->len, tx);
+	forward(dev, mesh_loc_from_hop(hop), wg_pkt_payload(p), p->len, tx);
 	return true;
 }
 
@@ -217,19 +221,19 @@ void mesh_transit(struct wg_device *dev, struct wg_peer *peer, struct rt_hop *ho
 
 	memcpy(it.addr, dst, mesh_addr_len(family));
 	if (l && l->peer && l->peer != peer && frame_ip_forward(ip, len)) {
-		forward(m, l, ip, len, tx);
+		forward(dev, l, ip, len, tx);
 		mesh_item_holder(&it, l->peer->public_key, l->seq);
 	} else if (!l) {
 		/* Where did it go? Forwarded (wrapped) once that is known. */
-		pthread_mutex_lock(&m->lock);
+		wg_mutex_lock(&m->lock);
 		l = pending(m, family, dst);
 		if (l && frame_ip_forward(ip, len))
 			enqueue(m, &l->out, ip, len, MESH_FORWARDED);
-		pthread_mutex_unlock(&m->lock);
+		wg_mutex_unlock(&m->lock);
 	} else {
 		wg_stat_inc(&dev->stats, drop_no_route);
 	}
-	pthread_mutex_lock(&m->lock);
+	wg_mutex_lock(&m->lock);
 	if (mesh_rate_take(&m->not_here_rate, wg_clock_now())) {
 		mesh_note_add(m, peer->public_key, false, MESH_NOT_HERE, &it);
 		mesh_count(m, not_here_sent, 1);
@@ -237,7 +241,7 @@ void mesh_transit(struct wg_device *dev, struct wg_peer *peer, struct rt_hop *ho
 		mesh_count(m, rate_limited, 1);
 	}
 	mesh_wake(m);
-	pthread_mutex_unlock(&m->lock);
+	wg_mutex_unlock(&m->lock);
 }
 
 void mesh_received(struct wg_device *dev, struct wg_peer *peer, const uint8_t *ip, uint32_t len)
@@ -249,7 +253,7 @@ void mesh_received(struct wg_device *dev, struct wg_peer *peer, const uint8_t *i
 		mesh_count(m, malformed, 1);
 		return;
 	}
-	pthread_mutex_lock(&m->lock);
+	wg_mutex_lock(&m->lock);
 	for (size_t i = 0; i < msg.count; i++) {
 		struct mesh_note *n;
 
@@ -264,7 +268,7 @@ void mesh_received(struct wg_device *dev, struct wg_peer *peer, const uint8_t *i
 		n->item = msg.items[i];
 	}
 	mesh_wake(m);
-	pthread_mutex_unlock(&m->lock);
+	wg_mutex_unlock(&m->lock);
 }
 
 bool mesh_has_released(const struct wg_device *dev)
@@ -276,12 +280,12 @@ void mesh_take_released(struct wg_device *dev, struct wg_pkt_queue *out, struct 
 {
 	struct mesh *m = dev->mesh;
 
-	pthread_mutex_lock(&m->lock);
+	wg_mutex_lock(&m->lock);
 	*out = m->rel_out;
 	*in = m->rel_in;
 	m->rel_out = (struct wg_pkt_queue){ 0 };
 	m->rel_in = (struct wg_pkt_queue){ 0 };
 	atomic_store(&m->n_released, 0);
-	pthread_mutex_unlock(&m->lock);
+	wg_mutex_unlock(&m->lock);
 }
 

@@ -215,11 +215,11 @@ static void *thread_main(void *arg)
 				return NULL;
 			/* The port is looked up again under the lock: one removed
 			 * since epoll_wait is no longer in its slot. */
-			pthread_rwlock_rdlock(&dev->lock);
+			wg_rwlock_rdlock(&dev->lock);
 			port = slot < PORT_MAX ? dev->ports->slot[slot] : NULL;
 			if (port && port->class == &port_attached_class && port->pkt_fd == fd)
 				serve(port);
-			pthread_rwlock_unlock(&dev->lock);
+			wg_rwlock_unlock(&dev->lock);
 		}
 	}
 	log_error("attached ports: epoll_wait: %s", strerror(errno));

@@ -190,9 +190,9 @@ int port_add(struct wg_device *dev, const struct port_config *cfg)
 		return -EINVAL;
 	}
 	/* Cheap checks first, so a duplicate never touches the netdevs. */
-	pthread_rwlock_rdlock(&dev->lock);
+	wg_rwlock_rdlock(&dev->lock);
 	err = port_by_name(dev, cfg->name) || addresses_taken(dev, cfg) ? -EEXIST : 0;
-	pthread_rwlock_unlock(&dev->lock);
+	wg_rwlock_unlock(&dev->lock);
 	if (err)
 		return err;
 	port = port_new(dev, cfg, &err);
@@ -200,14 +200,14 @@ int port_add(struct wg_device *dev, const struct port_config *cfg)
 		log_error("port %s: cannot open: %s", cfg->name, strerror(-err));
 		return err;
 	}
-	pthread_rwlock_wrlock(&dev->lock);
+	wg_rwlock_wrlock(&dev->lock);
 	err = publish(dev, port);
 	if (!err && port->class->published) {
 		err = port->class->published(dev, port);
 		if (err)
 			unpublish(dev, port);
 	}
-	pthread_rwlock_unlock(&dev->lock);
+	wg_rwlock_unlock(&dev->lock);
 	if (err) {
 		port_put(port);
 		return err;
@@ -239,11 +239,11 @@ int port_del(struct wg_device *dev, const char *name)
 {
 	struct port *port;
 
-	pthread_rwlock_wrlock(&dev->lock);
+	wg_rwlock_wrlock(&dev->lock);
 	port = port_by_name(dev, name);
 	if (port)
 		unpublish(dev, port);
-	pthread_rwlock_unlock(&dev->lock);
+	wg_rwlock_unlock(&dev->lock);
 	if (!port)
 		return -ENOENT;
 	wg_device_kick(dev, -1);
@@ -288,7 +288,7 @@ int port_register(struct wg_device *dev, const char *name, const struct ip_prefi
 	size_t idx, added = 0;
 	int err = 0;
 
-	pthread_rwlock_wrlock(&dev->lock);
+	wg_rwlock_wrlock(&dev->lock);
 	port = port_by_name(dev, name);
 	if (!port) {
 		err = -ENOENT;
@@ -332,7 +332,7 @@ int port_register(struct wg_device *dev, const char *name, const struct ip_prefi
 	if (added)
 		port_readdressed(port);
 out:
-	pthread_rwlock_unlock(&dev->lock);
+	wg_rwlock_unlock(&dev->lock);
 	if (added)
 		log_info("port %s: %zu addresses registered", name, added);
 	return err;
@@ -344,7 +344,7 @@ int port_unregister(struct wg_device *dev, const struct ip_prefix *addrs, size_t
 	size_t idx;
 	int err = 0;
 
-	pthread_rwlock_wrlock(&dev->lock);
+	wg_rwlock_wrlock(&dev->lock);
 	for (size_t i = 0; i < n && !err; i++)
 		if (!port_with_addr(dev, &addrs[i], &idx))
 			err = -ENOENT;
@@ -360,7 +360,7 @@ int port_unregister(struct wg_device *dev, const struct ip_prefix *addrs, size_t
 		port->cfg.n_addrs--;
 		port_readdressed(port);
 	}
-	pthread_rwlock_unlock(&dev->lock);
+	wg_rwlock_unlock(&dev->lock);
 	return err;
 }
 
@@ -393,11 +393,11 @@ int port_list(struct wg_device *dev, struct port_info **out, size_t *n)
 	uint64_t *seq;
 	size_t count = 0;
 
-	pthread_rwlock_rdlock(&dev->lock);
+	wg_rwlock_rdlock(&dev->lock);
 	info = calloc(PORT_MAX, sizeof(*info));
 	seq = calloc(PORT_MAX, sizeof(*seq));
 	if (!info || !seq) {
-		pthread_rwlock_unlock(&dev->lock);
+		wg_rwlock_unlock(&dev->lock);
 		free(info);
 		free(seq);
 		return -ENOMEM;
@@ -408,7 +408,7 @@ int port_list(struct wg_device *dev, struct port_info **out, size_t *n)
 		fill_info(dev, dev->ports->slot[i], &info[count]);
 		seq[count++] = dev->ports->slot[i]->seq;
 	}
-	pthread_rwlock_unlock(&dev->lock);
+	wg_rwlock_unlock(&dev->lock);
 	/* Creation order: a small insertion sort keyed by seq. */
 	for (size_t i = 1; i < count; i++) {
 		for (size_t j = i; j > 0 && seq[j - 1] > seq[j]; j--) {

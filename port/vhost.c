@@ -32,11 +32,11 @@ static void disconnect(struct wg_device *dev, struct port *port, const char *why
 {
 	struct port_vhost *v = port->vhost;
 
-	pthread_rwlock_wrlock(&dev->lock);
+	wg_rwlock_wrlock(&dev->lock);
 	vhu_dev_reset(&v->vdev);
 	atomic_store(&v->connected, false);
 	atomic_store(&v->broken, false);
-	pthread_rwlock_unlock(&dev->lock);
+	wg_rwlock_unlock(&dev->lock);
 	close(v->conn_fd);
 	v->conn_fd = -1;
 	rings_changed(dev);
@@ -73,9 +73,9 @@ static void serve_message(struct wg_device *dev, struct port *port)
 		disconnect(dev, port, r == 0 ? "closed by the frontend" : "unreadable message");
 		return;
 	}
-	pthread_rwlock_wrlock(&dev->lock);
+	wg_rwlock_wrlock(&dev->lock);
 	r = vhu_dispatch(&v->vdev, &msg, &reply, &res);
-	pthread_rwlock_unlock(&dev->lock);
+	wg_rwlock_unlock(&dev->lock);
 	if (r < 0)
 		log_ratelimited(WG_LOG_ERROR, "port %s: %s refused: %s", port->cfg.name,
 				vhu_request_name(msg.hdr.request), res.why ? res.why : strerror(-r));

@@ -39,6 +39,7 @@ struct wg_peer *wg_device_lookup_peer(struct wg_device *dev, const uint8_t publi
 
 /* Write lock held. */
 static struct wg_peer *add_peer(struct wg_device *dev, const uint8_t public_key[WG_KEY_LEN])
+	WG_REQUIRES(dev->lock)
 {
 	struct wg_peer *peer, **b;
 
@@ -63,7 +64,7 @@ static struct wg_peer *add_peer(struct wg_device *dev, const uint8_t public_key[
 /* Write lock held: no reader holds a pointer to peer, so it can go at once.
  * Step 1 unlinks it from every table a reader could find it through
  * (public key, allowed IPs; its indices go in wg_peer_free), step 2 frees. */
-static void remove_peer(struct wg_device *dev, struct wg_peer *peer)
+static void remove_peer(struct wg_device *dev, struct wg_peer *peer) WG_REQUIRES(dev->lock)
 {
 	for (struct wg_peer **pp = peer_bucket(dev, peer->public_key); *pp; pp = &(*pp)->hash_next) {
 		if (*pp == peer) {
@@ -86,7 +87,7 @@ static void remove_peer(struct wg_device *dev, struct wg_peer *peer)
 	wg_peer_free(peer);
 }
 
-static void remove_all_peers(struct wg_device *dev)
+static void remove_all_peers(struct wg_device *dev) WG_REQUIRES(dev->lock)
 {
 	while (dev->peers_head)
 		remove_peer(dev, dev->peers_head);
@@ -94,6 +95,7 @@ static void remove_all_peers(struct wg_device *dev)
 
 /* Write lock held. Peers' precomputed DH and sessions depend on our key. */
 static void set_private_key(struct wg_device *dev, const uint8_t key[WG_KEY_LEN])
+	WG_REQUIRES(dev->lock)
 {
 	uint8_t psk[WG_KEY_LEN];
 	struct wg_peer *peer, *next;
@@ -111,17 +113,18 @@ static void set_private_key(struct wg_device *dev, const uint8_t key[WG_KEY_LEN]
 			remove_peer(dev, peer);
 			continue;
 		}
-		pthread_mutex_lock(&peer->lock);
+		wg_mutex_lock(&peer->lock);
 		wg_peer_clear_sessions(peer);
 		memcpy(psk, peer->handshake.preshared_key, WG_KEY_LEN);
 		wg_noise_handshake_init(&peer->handshake, dev->identity, peer->public_key, psk);
-		pthread_mutex_unlock(&peer->lock);
+		wg_mutex_unlock(&peer->lock);
 	}
 	sodium_memzero(psk, sizeof(psk));
 }
 
 /* Write lock held. Returns the peer if it should get a keepalive now. */
 static int apply_peer(struct wg_device *dev, const struct wg_peer_config *pc, struct wg_peer **kick)
+	WG_REQUIRES(dev->lock)
 {
 	struct wg_peer *peer = wg_device_lookup_peer(dev, pc->public_key);
 	bool keepalive_was_off;
@@ -142,7 +145,7 @@ static int apply_peer(struct wg_device *dev, const struct wg_peer_config *pc, st
 		if (!peer)
 			return -ENOMEM;
 	}
-	pthread_mutex_lock(&peer->lock);
+	wg_mutex_lock(&peer->lock);
 	if (pc->has_preshared_key)
 		wg_noise_handshake_init(&peer->handshake, dev->identity, peer->public_key,
 					pc->preshared_key);
@@ -153,7 +156,7 @@ static int apply_peer(struct wg_device *dev, const struct wg_peer_config *pc, st
 		peer->timers.persistent_keepalive_interval = pc->persistent_keepalive;
 	if (pc->has_keepalive && keepalive_was_off && pc->persistent_keepalive)
 		*kick = peer;
-	pthread_mutex_unlock(&peer->lock);
+	wg_mutex_unlock(&peer->lock);
 
 	if (pc->replace_allowed_ips)
 		rt_remove_value(dev->allowed_ips, peer);
@@ -174,7 +177,7 @@ static int apply_peer(struct wg_device *dev, const struct wg_peer_config *pc, st
 
 /* Write lock held: the workers retire and close the old fds themselves
  * once nothing is in flight on them; without workers nobody uses them. */
-static void swap_sockets(struct wg_device *dev, struct wg_socket_set *fresh)
+static void swap_sockets(struct wg_device *dev, struct wg_socket_set *fresh) WG_REQUIRES(dev->lock)
 {
 	for (int i = 0; i < fresh->n; i++) {
 		int old4 = atomic_exchange(&dev->sockets.pair[i].fd4, atomic_load(&fresh->pair[i].fd4));
@@ -221,7 +224,7 @@ int wg_device_set(struct wg_device *dev, const struct wg_device_config *cfg)
 		return -ENOMEM;
 	}
 
-	pthread_rwlock_wrlock(&dev->lock);
+	wg_rwlock_wrlock(&dev->lock);
 	if (fresh.n)
 		swap_sockets(dev, &fresh);
 	if (cfg->has_fwmark && cfg->fwmark != dev->fwmark) {
@@ -247,7 +250,7 @@ int wg_device_set(struct wg_device *dev, const struct wg_device_config *cfg)
 		for (size_t i = 0; i < n_kick; i++)
 			wg_send_keepalive(dev, kick[i], &tx);
 	}
-	pthread_rwlock_unlock(&dev->lock);
+	wg_rwlock_unlock(&dev->lock);
 	free(kick);
 	if (fresh.n)
 		wg_device_kick(dev, -1);
@@ -278,7 +281,7 @@ int wg_device_get(struct wg_device *dev, struct wg_device_config *cfg)
 	int err = 0;
 
 	memset(cfg, 0, sizeof(*cfg));
-	pthread_rwlock_rdlock(&dev->lock);
+	wg_rwlock_rdlock(&dev->lock);
 	if (dev->identity->has_identity) {
 		cfg->has_private_key = true;
 		memcpy(cfg->private_key, dev->identity->static_private, WG_KEY_LEN);
@@ -297,14 +300,14 @@ int wg_device_get(struct wg_device *dev, struct wg_device_config *cfg)
 			break;
 		}
 		memcpy(pc->public_key, peer->public_key, WG_KEY_LEN);
-		pthread_mutex_lock(&peer->lock);
+		wg_mutex_lock(&peer->lock);
 		pc->has_preshared_key = true;
 		memcpy(pc->preshared_key, peer->handshake.preshared_key, WG_KEY_LEN);
 		pc->has_endpoint = peer->endpoint.sa.sa_family != 0;
 		pc->endpoint = peer->endpoint;
 		pc->has_keepalive = true;
 		pc->persistent_keepalive = peer->timers.persistent_keepalive_interval;
-		pthread_mutex_unlock(&peer->lock);
+		wg_mutex_unlock(&peer->lock);
 		hs = atomic_load(&peer->last_handshake_ns);
 		pc->last_handshake_sec = hs / NSEC_PER_SEC;
 		pc->last_handshake_nsec = hs % NSEC_PER_SEC;
@@ -313,7 +316,7 @@ int wg_device_get(struct wg_device *dev, struct wg_device_config *cfg)
 		rt_walk_value(dev->allowed_ips, peer, collect_allowed_ip, &ctx);
 		err = ctx.err;
 	}
-	pthread_rwlock_unlock(&dev->lock);
+	wg_rwlock_unlock(&dev->lock);
 	if (err)
 		wg_config_clear(cfg);
 	return err;
@@ -328,16 +331,16 @@ int wg_device_stats(struct wg_device *dev, char **text, size_t *len)
 	text_buf_printf(&b, #name "=%llu\n", (unsigned long long)atomic_load(&dev->stats.name));
 	WG_STATS(WG_STATS_PRINT)
 #undef WG_STATS_PRINT
-	pthread_rwlock_rdlock(&dev->lock);
+	wg_rwlock_rdlock(&dev->lock);
 	n_peers = dev->n_peers;
-	pthread_rwlock_unlock(&dev->lock);
+	wg_rwlock_unlock(&dev->lock);
 	text_buf_printf(&b, "peers=%zu\n", n_peers);
 	text_buf_printf(&b, "aead_backend=%s\n", aead_active()->name);
 	return text_buf_finish(&b, text, len);
 }
 
 /* The timer thread: fires every peer's due timers on a short tick. */
-static void run_timers(struct wg_device *dev, uint64_t now)
+static void run_timers(struct wg_device *dev, uint64_t now) WG_REQUIRES_SHARED(dev->lock)
 {
 	struct wg_tx tx;
 
@@ -345,13 +348,13 @@ static void run_timers(struct wg_device *dev, uint64_t now)
 	for (struct wg_peer *peer = dev->peers_head; peer; peer = peer->list_next) {
 		unsigned int actions;
 
-		pthread_mutex_lock(&peer->lock);
+		wg_mutex_lock(&peer->lock);
 		actions = wg_timers_due(&peer->timers, now);
 		if (actions & WG_TIMER_GIVE_UP)
 			wg_peer_purge_staged(peer);
 		if (actions & WG_TIMER_ZERO_KEYS)
 			wg_peer_clear_sessions(peer);
-		pthread_mutex_unlock(&peer->lock);
+		wg_mutex_unlock(&peer->lock);
 
 		if (actions & WG_TIMER_GIVE_UP)
 			log_debug("handshake did not complete after %d attempts, giving up",
@@ -385,9 +388,9 @@ static void *timer_thread(void *arg)
 		if (atomic_load(&dev->stopping))
 			break;
 		pthread_mutex_unlock(&dev->timer_lock);
-		pthread_rwlock_rdlock(&dev->lock);
+		wg_rwlock_rdlock(&dev->lock);
 		run_timers(dev, wg_clock_now());
-		pthread_rwlock_unlock(&dev->lock);
+		wg_rwlock_unlock(&dev->lock);
 		pthread_mutex_lock(&dev->timer_lock);
 	}
 	pthread_mutex_unlock(&dev->timer_lock);
@@ -423,7 +426,7 @@ struct wg_device *wg_device_new(const char *ifname, const int *tun_fds, const in
 	 * data path that re-takes the shared lock every batch. */
 	pthread_rwlockattr_init(&attr);
 	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	pthread_rwlock_init(&dev->lock, &attr);
+	wg_rwlock_init(&dev->lock, &attr);
 	pthread_rwlockattr_destroy(&attr);
 	pthread_mutex_init(&dev->timer_lock, NULL);
 	pthread_condattr_init(&cattr);
@@ -491,9 +494,9 @@ void wg_device_free(struct wg_device *dev)
 	if (!dev)
 		return;
 	if (dev->identity) {
-		pthread_rwlock_wrlock(&dev->lock);
+		wg_rwlock_wrlock(&dev->lock);
 		remove_all_peers(dev);
-		pthread_rwlock_unlock(&dev->lock);
+		wg_rwlock_unlock(&dev->lock);
 		sodium_free(dev->identity);
 	}
 	if (dev->allowed_ips)
@@ -506,6 +509,6 @@ void wg_device_free(struct wg_device *dev)
 	for (int i = 0; i < WG_MAX_WORKERS; i++)
 		if (dev->tun_fds[i] >= 0)
 			close(dev->tun_fds[i]);
-	pthread_rwlock_destroy(&dev->lock);
+	wg_rwlock_destroy(&dev->lock);
 	free(dev);
 }

@@ -24,8 +24,9 @@
 #include "router/table.h"
 #include "wg/config.h"
 #include "wg/cookie.h"
-#include "wg/handshake.h"
+#include "wg/hsqueue.h"
 #include "wg/index.h"
+#include "wg/lock.h"
 #include "wg/noise.h"
 #include "wg/ratelimiter.h"
 #include "wg/socket.h"
@@ -33,9 +34,10 @@
 
 struct ip_prefix;
 struct port_table;
-struct mesh;
-struct wg_peer;
 struct dp_worker;
+struct mesh;
+struct wg_device;
+struct wg_peer;
 
 enum { WG_PEER_BUCKETS = 1 << 12 };
 
@@ -70,7 +72,10 @@ struct wg_device {
 	_Atomic unsigned int tun_txqlen;
 	_Atomic int tun_nsid;
 
-	pthread_rwlock_t lock;
+	/* The device lock: the peers, the forwarding table, the ports table,
+	 * the sockets and the mesh pointer below change under it held
+	 * exclusively; the workers read them with it held shared. */
+	struct wg_rwlock lock;
 	struct wg_noise_identity *identity;  /* sodium_malloc */
 	struct wg_peer *peer_buckets[WG_PEER_BUCKETS];
 	struct wg_peer *peers_head, *peers_tail; /* in creation order */
@@ -113,19 +118,20 @@ struct wg_device *wg_device_new(const char *ifname, const int *tun_fds, const in
  * caller's (daemon/host.h starts everything). */
 int wg_device_start(struct wg_device *dev);
 void wg_device_stop(struct wg_device *dev);
-void wg_device_free(struct wg_device *dev);
+void wg_device_free(struct wg_device *dev) WG_EXCLUDES(dev->lock);
 
 /* UAPI: a snapshot, and an atomic set (all or nothing). 0 or -errno. */
-int wg_device_get(struct wg_device *dev, struct wg_device_config *cfg);
-int wg_device_set(struct wg_device *dev, const struct wg_device_config *cfg);
+int wg_device_get(struct wg_device *dev, struct wg_device_config *cfg) WG_EXCLUDES(dev->lock);
+int wg_device_set(struct wg_device *dev, const struct wg_device_config *cfg) WG_EXCLUDES(dev->lock);
 /* "key=value\n" lines of the counters (malloc'd). */
-int wg_device_stats(struct wg_device *dev, char **text, size_t *len);
+int wg_device_stats(struct wg_device *dev, char **text, size_t *len) WG_EXCLUDES(dev->lock);
 
 /* Tells the data path that the sockets, the ports or the mesh's released
  * packets changed: worker (-1: every one) looks again. */
 void wg_device_kick(struct wg_device *dev, int worker);
 
 /* With the device lock held (shared is enough). */
-struct wg_peer *wg_device_lookup_peer(struct wg_device *dev, const uint8_t public_key[32]);
+struct wg_peer *wg_device_lookup_peer(struct wg_device *dev, const uint8_t public_key[32])
+	WG_REQUIRES_SHARED(dev->lock);
 
 #endif

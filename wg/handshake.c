@@ -95,6 +95,7 @@ static void send_to(struct wg_device *dev, struct wg_peer *peer, const void *msg
 
 /* With peer->lock held: the pending handshake gets a fresh index. */
 static uint32_t new_handshake_index(struct wg_device *dev, struct wg_peer *peer)
+	WG_REQUIRES(peer->lock)
 {
 	wg_index_remove(&dev->index, &peer->hs_entry);
 	return wg_index_insert(&dev->index, &peer->hs_entry);
@@ -107,7 +108,7 @@ void wg_handshake_send_initiation(struct wg_device *dev, struct wg_peer *peer, b
 	uint64_t now = wg_clock_now();
 	bool ok = false;
 
-	pthread_mutex_lock(&peer->lock);
+	wg_mutex_lock(&peer->lock);
 	if (!retry)
 		peer->timers.handshake_attempts = 0;
 	if (!dev->identity->has_identity || !peer->endpoint.sa.sa_family)
@@ -127,7 +128,7 @@ void wg_handshake_send_initiation(struct wg_device *dev, struct wg_peer *peer, b
 	dst = peer->endpoint;
 	ok = true;
 out:
-	pthread_mutex_unlock(&peer->lock);
+	wg_mutex_unlock(&peer->lock);
 	if (ok) {
 		log_debug("sending handshake initiation%s", retry ? " (retry)" : "");
 		send_to(dev, peer, &msg, sizeof(msg), &dst);
@@ -138,6 +139,7 @@ out:
 
 /* With peer->lock held: turns the finished handshake into a keypair. */
 static bool begin_session(struct wg_device *dev, struct wg_peer *peer, uint64_t now)
+	WG_REQUIRES(peer->lock)
 {
 	struct wg_noise_session session;
 	struct wg_keypair *kp;
@@ -168,6 +170,7 @@ static void authenticated_from(struct wg_peer *peer, const union wg_sockaddr *sr
 }
 
 static void consume_initiation(struct wg_device *dev, const struct wg_hs_item *item, uint64_t now)
+	WG_REQUIRES_SHARED(dev->lock)
 {
 	const struct wg_msg_initiation *msg = (const void *)item->data;
 	struct wg_noise_initiation in;
@@ -181,7 +184,7 @@ static void consume_initiation(struct wg_device *dev, const struct wg_hs_item *i
 	peer = wg_device_lookup_peer(dev, in.remote_static);
 	if (!peer)
 		goto fail;
-	pthread_mutex_lock(&peer->lock);
+	wg_mutex_lock(&peer->lock);
 	/* A peer gets at most one initiation per 1/50 s consumed. */
 	if (peer->last_initiation_consumption &&
 	    !wg_clock_after(now, peer->last_initiation_consumption,
@@ -202,7 +205,7 @@ static void consume_initiation(struct wg_device *dev, const struct wg_hs_item *i
 	wg_timers_any_authenticated_packet_sent(&peer->timers);
 	ok = true;
 unlock:
-	pthread_mutex_unlock(&peer->lock);
+	wg_mutex_unlock(&peer->lock);
 	if (ok) {
 		send_to(dev, peer, &resp, sizeof(resp), &item->src);
 		wg_stat_inc(&dev->stats, hs_responses_sent);
@@ -217,6 +220,7 @@ fail:
 }
 
 static void consume_response(struct wg_device *dev, const struct wg_hs_item *item, uint64_t now)
+	WG_REQUIRES_SHARED(dev->lock)
 {
 	const struct wg_msg_response *msg = (const void *)item->data;
 	struct wg_peer *peer;
@@ -227,7 +231,7 @@ static void consume_response(struct wg_device *dev, const struct wg_hs_item *ite
 	peer = wg_index_get_handshake(&dev->index, le32toh(msg->receiver_index));
 	if (!peer)
 		goto out;
-	pthread_mutex_lock(&peer->lock);
+	wg_mutex_lock(&peer->lock);
 	if (wg_noise_consume_response(msg, &peer->handshake, dev->identity) &&
 	    begin_session(dev, peer, now)) {
 		authenticated_from(peer, &item->src, item->len, now);
@@ -236,7 +240,7 @@ static void consume_response(struct wg_device *dev, const struct wg_hs_item *ite
 		atomic_store(&peer->last_handshake_ns, wg_clock_realtime_ns());
 		ok = true;
 	}
-	pthread_mutex_unlock(&peer->lock);
+	wg_mutex_unlock(&peer->lock);
 	if (ok) {
 		/* Staged packets, or a keepalive, confirm the session to the
 		 * responder. */
@@ -251,15 +255,16 @@ out:
 }
 
 static void consume_cookie(struct wg_device *dev, const struct wg_hs_item *item, uint64_t now)
+	WG_REQUIRES_SHARED(dev->lock)
 {
 	const struct wg_msg_cookie *msg = (const void *)item->data;
 	struct wg_peer *peer = wg_index_get_handshake(&dev->index, le32toh(msg->receiver_index));
 	bool ok = false;
 
 	if (peer) {
-		pthread_mutex_lock(&peer->lock);
+		wg_mutex_lock(&peer->lock);
 		ok = wg_cookie_consume_reply(&peer->cookie, msg, now);
-		pthread_mutex_unlock(&peer->lock);
+		wg_mutex_unlock(&peer->lock);
 	}
 	if (ok)
 		wg_stat_inc(&dev->stats, hs_cookies_received);
@@ -283,6 +288,7 @@ static bool under_load(struct wg_device *dev, unsigned int queued, uint64_t now)
 }
 
 static void process_packet(struct wg_device *dev, const struct wg_hs_item *item, unsigned int queued)
+	WG_REQUIRES_SHARED(dev->lock)
 {
 	uint64_t now = wg_clock_now();
 	enum wg_cookie_result mac;
@@ -363,9 +369,9 @@ static void *handshake_thread(void *arg)
 		q->count--;
 		pthread_mutex_unlock(&q->lock);
 
-		pthread_rwlock_rdlock(&dev->lock);
+		wg_rwlock_rdlock(&dev->lock);
 		wg_handshake_process(dev, &item, queued);
-		pthread_rwlock_unlock(&dev->lock);
+		wg_rwlock_unlock(&dev->lock);
 	}
 	sodium_memzero(&item, sizeof(item));
 	return NULL;

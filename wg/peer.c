@@ -17,7 +17,7 @@ struct wg_peer *wg_peer_new(struct wg_device *dev, const uint8_t public_key[WG_K
 	peer->hop.kind = RT_HOP_PEER;
 	peer->dev = dev;
 	memcpy(peer->public_key, public_key, WG_KEY_LEN);
-	pthread_mutex_init(&peer->lock, NULL);
+	wg_mutex_init(&peer->lock);
 	peer->hs_entry.kind = WG_INDEX_HANDSHAKE;
 	peer->hs_entry.peer = peer;
 	wg_noise_handshake_init(&peer->handshake, dev->identity, public_key, NULL);
@@ -43,11 +43,11 @@ void wg_peer_clear_sessions(struct wg_peer *peer)
 
 void wg_peer_free(struct wg_peer *peer)
 {
-	pthread_mutex_lock(&peer->lock);
+	wg_mutex_lock(&peer->lock);
 	wg_peer_clear_sessions(peer);
 	wg_peer_purge_staged(peer);
 	wg_timers_stop(&peer->timers);
-	pthread_mutex_unlock(&peer->lock);
-	pthread_mutex_destroy(&peer->lock);
+	wg_mutex_unlock(&peer->lock);
+	wg_mutex_destroy(&peer->lock);
 	sodium_free(peer); /* wipes keys */
 }

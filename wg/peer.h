@@ -13,6 +13,7 @@
 #include "wg/endpoint.h"
 #include "wg/index.h"
 #include "wg/keypair.h"
+#include "wg/lock.h"
 #include "wg/noise.h"
 #include "wg/packet.h"
 #include "wg/timers.h"
@@ -30,7 +31,7 @@ struct wg_peer {
 	struct wg_peer *list_next, *list_prev;
 
 	/* lock guards everything from here to the atomics. */
-	pthread_mutex_t lock;
+	struct wg_mutex lock;
 	struct wg_noise_handshake handshake;
 	struct wg_index_entry hs_entry;  /* the pending handshake's index */
 	struct wg_cookie_maker cookie;
@@ -57,11 +58,11 @@ static inline struct wg_peer *wg_peer_from_hop(struct rt_hop *hop)
 struct wg_peer *wg_peer_new(struct wg_device *dev, const uint8_t public_key[WG_KEY_LEN]);
 /* Unhashes its indices, drops keypairs and staged packets, wipes and frees.
  * The caller holds the device's write lock and has unlinked the peer. */
-void wg_peer_free(struct wg_peer *peer);
+void wg_peer_free(struct wg_peer *peer) WG_EXCLUDES(peer->lock);
 
 /* With peer->lock held: forget every session and pending handshake (key
  * change, key expiry). */
-void wg_peer_clear_sessions(struct wg_peer *peer);
-void wg_peer_purge_staged(struct wg_peer *peer);
+void wg_peer_clear_sessions(struct wg_peer *peer) WG_REQUIRES(peer->lock);
+void wg_peer_purge_staged(struct wg_peer *peer) WG_REQUIRES(peer->lock);
 
 #endif

@@ -56,7 +56,7 @@ static bool keypair_can_receive(const struct wg_keypair *kp, uint64_t now)
 
 /* With peer->lock held: should the initiator rekey before its keys expire?
  * (whitepaper §6.2: REJECT_AFTER_TIME - KEEPALIVE_TIMEOUT - REKEY_TIMEOUT) */
-static bool wants_lastminute_rekey(struct wg_peer *peer, uint64_t now)
+static bool wants_lastminute_rekey(struct wg_peer *peer, uint64_t now) WG_REQUIRES(peer->lock)
 {
 	struct wg_keypair *cur = peer->keypairs.current;
 
@@ -73,6 +73,7 @@ static bool wants_lastminute_rekey(struct wg_peer *peer, uint64_t now)
 static enum wg_rx_verdict receive_data(struct wg_device *dev, uint8_t *data,
 				       uint32_t datagram_len, const union wg_sockaddr *src_addr,
 				       struct wg_tx *tx, struct wg_rx *rx)
+	WG_REQUIRES_SHARED(dev->lock)
 {
 	const struct wg_msg_data *hdr = (const struct wg_msg_data *)data;
 	uint8_t *inner = data + sizeof(*hdr);
@@ -108,7 +109,7 @@ static enum wg_rx_verdict receive_data(struct wg_device *dev, uint8_t *data,
 	/* Authentic and fresh: it counts as traffic from this peer now, even
 	 * if the inner packet turns out to be unacceptable. */
 	peer = kp->entry.peer;
-	pthread_mutex_lock(&peer->lock);
+	wg_mutex_lock(&peer->lock);
 	peer->endpoint = *src_addr; /* roaming */
 	confirmed = wg_keypairs_received_with(&peer->keypairs, kp);
 	if (confirmed) {
@@ -121,7 +122,7 @@ static enum wg_rx_verdict receive_data(struct wg_device *dev, uint8_t *data,
 	if (plain_len)
 		wg_timers_data_received(&peer->timers, now);
 	rekey = wants_lastminute_rekey(peer, now);
-	pthread_mutex_unlock(&peer->lock);
+	wg_mutex_unlock(&peer->lock);
 	atomic_fetch_add_explicit(&peer->rx_bytes, datagram_len, memory_order_relaxed);
 	wg_keypair_put(kp);
 	if (confirmed)

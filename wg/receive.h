@@ -6,11 +6,10 @@
 
 #include <stdbool.h>
 
+#include "wg/device.h"
 #include "wg/packet.h"
 #include "wg/send.h"
 
-struct wg_device;
-struct wg_peer;
 struct rt_hop;
 
 /* An opened data packet and its parsed inner IP header. */
@@ -35,7 +34,8 @@ enum wg_rx_verdict {
  * wg_receive_accept; a foreign one it refuses, with wg_receive_reject.
  * Device lock held shared. */
 enum wg_rx_verdict wg_receive_open(struct wg_device *dev, uint8_t *data, uint32_t len,
-				   const union wg_sockaddr *src, struct wg_tx *tx, struct wg_rx *rx);
+				   const union wg_sockaddr *src, struct wg_tx *tx, struct wg_rx *rx)
+	WG_REQUIRES_SHARED(dev->lock);
 /* Counts rx as received; returns its length. */
 uint32_t wg_receive_accept(struct wg_device *dev, const struct wg_rx *rx);
 /* Counts rx as dropped for its inner source. */
@@ -50,6 +50,7 @@ bool wg_receive_reparse(struct wg_device *dev, struct wg_rx *rx);
  * WG_PKT_HEADROOM), any other is rejected; 0 when nothing is to be
  * delivered. */
 uint32_t wg_receive(struct wg_device *dev, uint8_t *data, uint32_t len,
-		    const union wg_sockaddr *src, struct wg_tx *tx);
+		    const union wg_sockaddr *src, struct wg_tx *tx)
+	WG_REQUIRES_SHARED(dev->lock);
 
 #endif

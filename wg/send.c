@@ -75,7 +75,7 @@ static bool wants_rekey(const struct wg_keypair *kp, uint64_t nonce, uint64_t no
 }
 
 /* With peer->lock held: the timer events of sending one authenticated message. */
-static void sent_events(struct wg_peer *peer, bool data, uint64_t now)
+static void sent_events(struct wg_peer *peer, bool data, uint64_t now) WG_REQUIRES(peer->lock)
 {
 	if (data)
 		wg_timers_data_sent(&peer->timers, now);
@@ -117,14 +117,14 @@ void wg_send_staged(struct wg_device *dev, struct wg_peer *peer, struct wg_tx *t
 	bool rekey = false, need_handshake = false;
 	struct wg_pkt *p;
 
-	pthread_mutex_lock(&peer->lock);
+	wg_mutex_lock(&peer->lock);
 	if (!peer->staged.len) {
-		pthread_mutex_unlock(&peer->lock);
+		wg_mutex_unlock(&peer->lock);
 		return;
 	}
 	kp = wg_keypairs_get_sending(&peer->keypairs, now);
 	if (!kp || !peer->endpoint.sa.sa_family) {
-		pthread_mutex_unlock(&peer->lock);
+		wg_mutex_unlock(&peer->lock);
 		wg_keypair_put(kp);
 		wg_handshake_request(dev, peer);
 		return;
@@ -147,7 +147,7 @@ void wg_send_staged(struct wg_device *dev, struct wg_peer *peer, struct wg_tx *t
 		wg_pkt_queue_push(&out, p);
 	}
 	rekey = wants_rekey(kp, nonce, now);
-	pthread_mutex_unlock(&peer->lock);
+	wg_mutex_unlock(&peer->lock);
 
 	while ((p = wg_pkt_queue_pop(&out))) {
 		size_t inner = p->len;
@@ -166,13 +166,13 @@ void wg_send_staged(struct wg_device *dev, struct wg_peer *peer, struct wg_tx *t
 
 void wg_send_keepalive(struct wg_device *dev, struct wg_peer *peer, struct wg_tx *tx)
 {
-	pthread_mutex_lock(&peer->lock);
+	wg_mutex_lock(&peer->lock);
 	if (!peer->staged.len) {
 		struct wg_pkt *p = wg_pkt_alloc(0);
 		if (p)
 			wg_pkt_queue_push(&peer->staged, p);
 	}
-	pthread_mutex_unlock(&peer->lock);
+	wg_mutex_unlock(&peer->lock);
 	wg_send_staged(dev, peer, tx);
 }
 
@@ -192,7 +192,7 @@ void wg_send_to_peer(struct wg_device *dev, struct wg_peer *peer, struct wg_pkt 
 	/* The common case: nothing staged and a live keypair, so take n nonces
 	 * at once and seal every packet in its own buffer without copying. */
 	now = wg_clock_now();
-	pthread_mutex_lock(&peer->lock);
+	wg_mutex_lock(&peer->lock);
 	kp = peer->staged.len ? NULL : wg_keypairs_get_sending(&peer->keypairs, now);
 	if (kp && peer->endpoint.sa.sa_family) {
 		nonce = atomic_fetch_add_explicit(&kp->send_counter, n, memory_order_relaxed);
@@ -203,7 +203,7 @@ void wg_send_to_peer(struct wg_device *dev, struct wg_peer *peer, struct wg_pkt 
 			unsigned int mtu = atomic_load_explicit(&dev->mtu, memory_order_relaxed);
 
 			sent_events(peer, true, now);
-			pthread_mutex_unlock(&peer->lock);
+			wg_mutex_unlock(&peer->lock);
 			for (unsigned int i = 0; i < n; i++) {
 				struct wg_pkt *p = pkts[i];
 
@@ -222,7 +222,7 @@ void wg_send_to_peer(struct wg_device *dev, struct wg_peer *peer, struct wg_pkt 
 		}
 	}
 	if (!peer->endpoint.sa.sa_family) {
-		pthread_mutex_unlock(&peer->lock);
+		wg_mutex_unlock(&peer->lock);
 		wg_keypair_put(kp);
 		wg_stat_add(&dev->stats, drop_no_endpoint, n);
 		release_all(tx, pkts, n);
@@ -230,7 +230,7 @@ void wg_send_to_peer(struct wg_device *dev, struct wg_peer *peer, struct wg_pkt 
 	}
 	for (unsigned int i = 0; i < n; i++)
 		stage(dev, peer, pkts[i], tx);
-	pthread_mutex_unlock(&peer->lock);
+	wg_mutex_unlock(&peer->lock);
 	wg_keypair_put(kp);
 	wg_send_staged(dev, peer, tx);
 }

@@ -2,10 +2,9 @@
 #ifndef WEFT_WG_SEND_H
 #define WEFT_WG_SEND_H
 
+#include "wg/device.h"
 #include "wg/packet.h"
-
-struct wg_device;
-struct wg_peer;
+#include "wg/peer.h"
 
 /* Where sealed datagrams go. emit takes ownership of pkt, whose payload
  * [off, off + len) is the whole UDP datagram and addr its destination;
@@ -24,10 +23,13 @@ void wg_tx_direct_init(struct wg_tx *tx, struct wg_device *dev);
  * payload: sealed and emitted, or staged while a handshake is needed.
  * Consumes them. Device lock held shared. */
 void wg_send_to_peer(struct wg_device *dev, struct wg_peer *peer, struct wg_pkt **pkts,
-		     unsigned int n, struct wg_tx *tx);
+		     unsigned int n, struct wg_tx *tx)
+	WG_REQUIRES_SHARED(dev->lock) WG_EXCLUDES(peer->lock);
 /* Seals whatever is staged for peer, or asks for a handshake. */
-void wg_send_staged(struct wg_device *dev, struct wg_peer *peer, struct wg_tx *tx);
+void wg_send_staged(struct wg_device *dev, struct wg_peer *peer, struct wg_tx *tx)
+	WG_REQUIRES_SHARED(dev->lock) WG_EXCLUDES(peer->lock);
 /* Staged packets if any, else an empty (keepalive) data message. */
-void wg_send_keepalive(struct wg_device *dev, struct wg_peer *peer, struct wg_tx *tx);
+void wg_send_keepalive(struct wg_device *dev, struct wg_peer *peer, struct wg_tx *tx)
+	WG_REQUIRES_SHARED(dev->lock) WG_EXCLUDES(peer->lock);
 
 #endif
