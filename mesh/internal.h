@@ -12,6 +12,7 @@
 
 #include "mesh/mesh.h"
 #include "mesh/msg.h"
+#include "pkt/siphash.h"
 #include "wg/device.h"
 #include "wg/lock.h"
 #include "wg/noise.h"
@@ -64,7 +65,8 @@ struct mesh {
 	pthread_t thread;
 	bool started, stop;
 	struct mesh_config cfg;
-	struct mesh_loc **buckets;
+	struct mesh_loc **buckets;          /* keyed by hash_key */
+	struct siphash_key hash_key;
 	size_t n_buckets, n_locs, n_located;
 	struct mesh_loc *timed;             /* pending and negative records */
 	size_t queued;                      /* packets in every queue */

@@ -515,6 +515,7 @@ int mesh_new(struct wg_device *dev, struct mesh **out)
 	}
 	m->dev = dev;
 	m->prefix_hop.kind = RT_HOP_MESH;
+	siphash_key_random(&m->hash_key);
 	wg_mutex_init(&m->lock);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "pkt/siphash.h"
 #include "router/table.h"
 #include "wg/device.h"
 
@@ -25,13 +26,16 @@ bool mesh_in_prefixes(const struct mesh *m, int family, const uint8_t *addr)
 
 /* The record table. */
 
+/* Addresses are chosen by others (members' messages, guests' destinations):
+ * SipHash-1-3 of the address (IPv4 zero-padded to 16 bytes) under the
+ * mesh's random key, so none can be chosen to share a bucket. Family and
+ * length are compared in the chain, not hashed. */
 static size_t loc_hash(const struct mesh *m, int family, const uint8_t *addr, uint8_t cidr)
 {
-	uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)family ^ ((uint64_t)cidr << 8);
+	uint64_t w[2] = { 0, 0 };
 
-	for (size_t i = 0; i < mesh_addr_len(family); i++)
-		h = (h ^ addr[i]) * 0x100000001b3ull;
-	return (size_t)(h ^ h >> 29) & (m->n_buckets - 1);
+	memcpy(w, addr, mesh_addr_len(family));
+	return (size_t)siphash13_2w(&m->hash_key, w[0], w[1]) & (m->n_buckets - 1);
 }
 
 struct mesh_loc *mesh_loc_find(struct mesh *m, int family, const uint8_t *addr, uint8_t cidr)

@@ -53,8 +53,9 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
+
+#include "pkt/siphash.h"
 
 static struct rt_node *node_alloc(struct rt_table *t)
 {
@@ -148,29 +149,23 @@ static inline unsigned int bit_at(const uint64_t k[2], unsigned int i)
 
 enum { HOSTS_MIN = 64 };
 
-/* Keys chosen by others (VM addresses, learned mesh locations) must not pick
- * their slots. The old hash took the low bits of the index from the low bits
- * of each key word only, so IPv4 addresses that differ above them (x.y.0.1,
- * one per /16) all shared one probe chain: 65,536 of them made a missing
- * lookup ~700 times slower (found by fuzz_table). Now the words are keyed
- * with the table's random seed, and a fold (x ^= x >> 32) before the
- * multiply and another after it bring every key bit into the index bits.
- * The same two multiplies as before, not two rounds of a full mixer: that
- * cost 40 % of batched lookups over 1 M random host routes, this ~20 % (a
- * microbenchmark, in the commit). A keyed mix, not a keyed PRF: SipHash
- * against a patient attacker is the mesh hardening issue's call. */
+/* Keys chosen by others (VM addresses, learned mesh locations, a guest's
+ * unknown destinations) must not pick their slots. An unkeyed or merely
+ * keyed-mix hash can be inverted: 131,072 chosen /128s made every unrelated
+ * lookup ~600 times slower (mesh hardening issue). The index is SipHash-1-3
+ * of the two key words under the table's random key (pkt/siphash.h), a PRF:
+ * without the key no set of addresses can be chosen to collide, and one
+ * that collides by chance is as likely as for random keys (bench_table -H
+ * measures both; bench/README.md, "Host routes under chosen keys"). */
 static inline size_t host_hash(const struct rt_hosts *h, uint64_t k0, uint64_t k1)
 {
-	uint64_t x = (k0 ^ h->seed[0]) ^ ((k1 ^ h->seed[1]) * 0x9e3779b97f4a7c15ull);
-
-	x ^= x >> 32;
-	x *= 0xd6e8feb86659fd93ull;
-	return (size_t)(x ^ x >> 29) & h->mask;
+	return (size_t)siphash13_2w(&h->key, k0, k1) & h->mask;
 }
 
-static inline void *host_find(const struct rt_hosts *h, uint64_t k0, uint64_t k1)
+/* The probe from slot i, the key's home. */
+static inline void *host_find_from(const struct rt_hosts *h, size_t i, uint64_t k0, uint64_t k1)
 {
-	for (size_t i = host_hash(h, k0, k1);; i = (i + 1) & h->mask) {
+	for (;; i = (i + 1) & h->mask) {
 		const struct rt_host *e = &h->slots[i];
 
 		if (!e->value)
@@ -178,6 +173,11 @@ static inline void *host_find(const struct rt_hosts *h, uint64_t k0, uint64_t k1
 		if (e->key[0] == k0 && e->key[1] == k1)
 			return e->value;
 	}
+}
+
+static inline void *host_find(const struct rt_hosts *h, uint64_t k0, uint64_t k1)
+{
+	return host_find_from(h, host_hash(h, k0, k1), k0, k1);
 }
 
 static void host_place(struct rt_hosts *h, const uint64_t k[2], void *value)
@@ -192,7 +192,7 @@ static void host_place(struct rt_hosts *h, const uint64_t k[2], void *value)
 /* Rebuilds h with cap slots, keeping the entries whose value is not drop. */
 static int hosts_rebuild(struct rt_hosts *h, size_t cap, const void *drop, size_t *dropped)
 {
-	struct rt_hosts n = { .mask = cap - 1, .seed = { h->seed[0], h->seed[1] } };
+	struct rt_hosts n = { .mask = cap - 1, .key = h->key };
 
 	n.slots = calloc(cap, sizeof(*n.slots));
 	if (!n.slots)
@@ -302,13 +302,15 @@ void *rt_lookup(const struct rt_table *t, int family, const void *addr)
 			return NULL;
 		memcpy(&a, addr, 4);
 		k0 = (uint64_t)be32toh(a) << 32;
+		s = &t->fam[0].slots[k0 >> (64 - t->fam[0].slot_bits)];
 		if (t->fam[0].hosts.count) {
-			void *v = host_find(&t->fam[0].hosts, k0, 0);
+			void *v;
 
+			__builtin_prefetch(s); /* loads while the hash is computed */
+			v = host_find(&t->fam[0].hosts, k0, 0);
 			if (v)
 				return v;
 		}
-		s = &t->fam[0].slots[k0 >> (64 - t->fam[0].slot_bits)];
 		best = find(s->root, k0, 0, 32, s->short_node);
 	} else if (family == AF_INET6) {
 		uint64_t k[2];
@@ -318,13 +320,15 @@ void *rt_lookup(const struct rt_table *t, int family, const void *addr)
 		memcpy(k, addr, 16);
 		k[0] = be64toh(k[0]);
 		k[1] = be64toh(k[1]);
+		s = &t->fam[1].slots[k[0] >> (64 - t->fam[1].slot_bits)];
 		if (t->fam[1].hosts.count) {
-			void *v = host_find(&t->fam[1].hosts, k[0], k[1]);
+			void *v;
 
+			__builtin_prefetch(s);
+			v = host_find(&t->fam[1].hosts, k[0], k[1]);
 			if (v)
 				return v;
 		}
-		s = &t->fam[1].slots[k[0] >> (64 - t->fam[1].slot_bits)];
 		best = find(s->root, k[0], k[1], 128, s->short_node);
 	} else {
 		return NULL;
@@ -343,6 +347,7 @@ find_batch(const struct rt_family *f, unsigned int bits, const void *const *addr
 	const struct rt_slot *s[BATCH];
 	void *hit[BATCH];
 	uint64_t k0[BATCH], k1[BATCH];
+	size_t home[BATCH];
 	size_t i, active;
 
 	for (i = 0; i < m; i++) {
@@ -358,13 +363,15 @@ find_batch(const struct rt_family *f, unsigned int bits, const void *const *addr
 			k0[i] = be64toh(k0[i]);
 			k1[i] = be64toh(k1[i]);
 		}
-		if (f->hosts.count)
-			__builtin_prefetch(&f->hosts.slots[host_hash(&f->hosts, k0[i], k1[i])]);
+		if (f->hosts.count) {
+			home[i] = host_hash(&f->hosts, k0[i], k1[i]);
+			__builtin_prefetch(&f->hosts.slots[home[i]]);
+		}
 		s[i] = &f->slots[k0[i] >> (64 - f->slot_bits)];
 		__builtin_prefetch(s[i]);
 	}
 	for (i = 0; i < m; i++) {
-		void *v = f->hosts.count ? host_find(&f->hosts, k0[i], k1[i]) : NULL;
+		void *v = f->hosts.count ? host_find_from(&f->hosts, home[i], k0[i], k1[i]) : NULL;
 
 		/* A host route answers at once: no walk. */
 		n[i] = v ? NULL : s[i]->root;
@@ -577,7 +584,7 @@ static void family_clear(struct rt_table *t, struct rt_family *f)
 static void hosts_free(struct rt_hosts *h)
 {
 	free(h->slots);
-	*h = (struct rt_hosts){ .seed = { h->seed[0], h->seed[1] } };
+	*h = (struct rt_hosts){ .key = h->key };
 }
 
 static int copy_trie(struct rt_table *t, struct rt_family *to, const struct rt_node *n)
@@ -769,11 +776,8 @@ struct rt_table *rt_table_new(void)
 	t->fam[0].af = AF_INET;
 	t->fam[1].bits = 128;
 	t->fam[1].af = AF_INET6;
-	/* Without a seed (getrandom failing: never seen) the mix still spreads
-	 * every bit, only unkeyed. */
 	for (int i = 0; i < 2; i++)
-		if (getrandom(t->fam[i].hosts.seed, sizeof(t->fam[i].hosts.seed), 0) < 0)
-			memset(t->fam[i].hosts.seed, 0, sizeof(t->fam[i].hosts.seed));
+		siphash_key_random(&t->fam[i].hosts.key);
 	return t;
 }
 

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "pkt/siphash.h"
+
 enum {
 	/* The slot array starts at 2^8 slots and grows four bits at a time
 	 * whenever a family holds more prefixes than slots, up to 2^20 slots
@@ -42,7 +44,7 @@ struct rt_hosts {
 	struct rt_host *slots;
 	size_t mask;              /* slots - 1 (a power of two minus one); 0: none */
 	size_t count;
-	uint64_t seed[2];         /* the hash's key: random, per table */
+	struct siphash_key key;   /* the hash's: random, per table */
 };
 
 struct rt_family {
