@@ -654,6 +654,26 @@ int rt_insert(struct rt_table *t, int family, const void *addr, uint8_t cidr, vo
 	return ret;
 }
 
+void *rt_get(const struct rt_table *t, int family, const void *addr, uint8_t cidr)
+{
+	const struct rt_family *f = family_of(t, family);
+	const struct rt_node *n;
+	uint64_t k[2];
+
+	if (!f || cidr > f->bits || !f->slots)
+		return NULL;
+	load_key(f, addr, k);
+	mask_key(k, cidr);
+	if (cidr == f->bits)
+		return f->hosts.count ? host_find(&f->hosts, k[0], k[1]) : NULL;
+	n = cidr < f->slot_bits ? f->short_root : f->slots[slot_of(f, k)].root;
+	while (n && n->cidr < cidr && common_bits(n->key, k) >= n->cidr)
+		n = n->child[bit_at(k, n->cidr)];
+	if (!n || n->cidr != cidr || common_bits(n->key, k) < cidr)
+		return NULL;
+	return n->value;
+}
+
 int rt_remove(struct rt_table *t, int family, const void *addr, uint8_t cidr, const void *value)
 {
 	struct rt_family *f = family_of(t, family);

@@ -18,6 +18,9 @@ void rt_table_free(struct rt_table *t);
  * cidr are ignored (masked). Replaces the value of an existing prefix.
  * 0, -EINVAL (bad family/cidr) or -ENOMEM. */
 int rt_insert(struct rt_table *t, int family, const void *addr, uint8_t cidr, void *value);
+/* The value of exactly this prefix (host bits masked), not of a longer or
+ * shorter one; NULL when the table does not hold it. */
+void *rt_get(const struct rt_table *t, int family, const void *addr, uint8_t cidr);
 /* Removes the prefix when it maps to value (any value when value is NULL).
  * 0 or -ENOENT. */
 int rt_remove(struct rt_table *t, int family, const void *addr, uint8_t cidr, const void *value);

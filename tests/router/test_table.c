@@ -215,11 +215,49 @@ static void check_batch(const struct rt_table *t)
 	}
 }
 
+/* rt_get answers for exactly the prefix asked: each entry, the same
+ * address one bit shorter and longer, and random prefixes. */
+static void check_exact_one(const struct rt_table *t, int family, const uint8_t *addr,
+			    unsigned int cidr)
+{
+	uint8_t m[16] = { 0 };
+	const struct entry *e;
+
+	memcpy(m, addr, addr_len(family));
+	mask(m, addr_len(family), cidr);
+	e = model_find(family, m, cidr);
+	CHECK(rt_get(t, family, addr, (uint8_t)cidr) == (e ? e->value : NULL));
+}
+
+static void check_exact(const struct rt_table *t)
+{
+	uint8_t a[16];
+
+	for (size_t i = 0; i < model_n; i++) {
+		const struct entry *e = &model[i];
+
+		check_exact_one(t, e->family, e->addr, e->cidr);
+		if (e->cidr > 0)
+			check_exact_one(t, e->family, e->addr, e->cidr - 1);
+		if (e->cidr < addr_len(e->family) * 8)
+			check_exact_one(t, e->family, e->addr, e->cidr + 1);
+	}
+	for (int i = 0; i < 200; i++) {
+		int family = random_family();
+
+		random_addr(family, a);
+		check_exact_one(t, family, a, (unsigned int)(rnd() % (addr_len(family) * 8 + 1)));
+	}
+	CHECK(!rt_get(t, AF_UNIX, a, 0));
+	CHECK(!rt_get(t, AF_INET, a, 33));
+}
+
 static void check_all(const struct rt_table *t)
 {
 	uint8_t a[16];
 
 	check_batch(t);
+	check_exact(t);
 	CHECK(rt_count(t) == model_n);
 	for (int i = 0; i < 400; i++) {
 		int family = random_family();
