@@ -33,6 +33,7 @@ struct wg_device *host_new(const char *ifname, const int *tun_fds, const int *cp
 	}
 	dev->hooks.kick = kick;
 	dev->hooks.peer_removed = mesh_peer_removed;
+	dev->hooks.peer_up = mesh_peer_up;
 	dev->hooks.local_added = mesh_local_added;
 	dev->hooks.local_removed = mesh_local_removed;
 	return dev;

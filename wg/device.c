@@ -123,13 +123,15 @@ static void set_private_key(struct wg_device *dev, const uint8_t key[WG_KEY_LEN]
 }
 
 /* Write lock held. Returns the peer if it should get a keepalive now. */
-static int apply_peer(struct wg_device *dev, const struct wg_peer_config *pc, struct wg_peer **kick)
+static int apply_peer(struct wg_device *dev, const struct wg_peer_config *pc, struct wg_peer **kick,
+		      struct wg_peer **added)
 	WG_REQUIRES(dev->lock)
 {
 	struct wg_peer *peer = wg_device_lookup_peer(dev, pc->public_key);
 	bool keepalive_was_off;
 
 	*kick = NULL;
+	*added = NULL;
 	if (pc->remove) {
 		if (peer)
 			remove_peer(dev, peer);
@@ -144,6 +146,7 @@ static int apply_peer(struct wg_device *dev, const struct wg_peer_config *pc, st
 		peer = add_peer(dev, pc->public_key);
 		if (!peer)
 			return -ENOMEM;
+		*added = peer;
 	}
 	wg_mutex_lock(&peer->lock);
 	if (pc->has_preshared_key)
@@ -206,7 +209,8 @@ int wg_device_set(struct wg_device *dev, const struct wg_device_config *cfg)
 {
 	struct wg_socket_set fresh;
 	struct wg_peer **kick = NULL;
-	size_t n_kick = 0;
+	uint8_t (*added)[WG_KEY_LEN] = NULL; /* keys: a later entry may remove one */
+	size_t n_kick = 0, n_added = 0;
 	int err = 0;
 
 	/* The one step that can fail on the system's word comes first, so a
@@ -219,7 +223,10 @@ int wg_device_set(struct wg_device *dev, const struct wg_device_config *cfg)
 			return err;
 	}
 	kick = calloc(cfg->n_peers ? cfg->n_peers : 1, sizeof(*kick));
-	if (!kick) {
+	added = calloc(cfg->n_peers ? cfg->n_peers : 1, sizeof(*added));
+	if (!kick || !added) {
+		free(kick);
+		free(added);
 		wg_socket_close(&fresh);
 		return -ENOMEM;
 	}
@@ -236,11 +243,13 @@ int wg_device_set(struct wg_device *dev, const struct wg_device_config *cfg)
 	if (cfg->replace_peers)
 		remove_all_peers(dev);
 	for (size_t i = 0; i < cfg->n_peers && !err; i++) {
-		struct wg_peer *p;
+		struct wg_peer *p, *a;
 
-		err = apply_peer(dev, &cfg->peers[i], &p);
+		err = apply_peer(dev, &cfg->peers[i], &p, &a);
 		if (p)
 			kick[n_kick++] = p;
+		if (a)
+			memcpy(added[n_added++], a->public_key, WG_KEY_LEN);
 	}
 	/* Persistent keepalives start at once (as the kernel does). */
 	if (!err && dev->running) {
@@ -250,8 +259,16 @@ int wg_device_set(struct wg_device *dev, const struct wg_device_config *cfg)
 		for (size_t i = 0; i < n_kick; i++)
 			wg_send_keepalive(dev, kick[i], &tx);
 	}
+	/* New peers the layers above tell what they should know. */
+	for (size_t i = 0; !err && dev->hooks.peer_up && i < n_added; i++) {
+		struct wg_peer *p = wg_device_lookup_peer(dev, added[i]);
+
+		if (p)
+			dev->hooks.peer_up(dev, p);
+	}
 	wg_rwlock_unlock(&dev->lock);
 	free(kick);
+	free(added);
 	if (fresh.n)
 		wg_device_kick(dev, -1);
 	return err;

@@ -49,6 +49,12 @@ struct wg_device_hooks {
 	/* Device lock held exclusively: peer is being removed; forget every
 	 * pointer to it. */
 	void (*peer_removed)(struct wg_device *dev, struct wg_peer *peer);
+	/* Device lock held (shared at least): peer was just added (wg set),
+	 * or a session with it began that is not a routine rekey (its first,
+	 * one after the last expired, or one long before the rekey was due:
+	 * the peer restarted; the handshake thread), so the mesh tells it
+	 * again what it should know. */
+	void (*peer_up)(struct wg_device *dev, struct wg_peer *peer);
 	/* No lock held: a VM port with addrs[0, n) was added or removed
 	 * (port/ports.c), so the mesh announces or withdraws them. */
 	void (*local_added)(struct wg_device *dev, const struct ip_prefix *addrs, size_t n);

@@ -137,14 +137,32 @@ out:
 	sodium_memzero(&msg, sizeof(msg));
 }
 
-/* With peer->lock held: turns the finished handshake into a keypair. */
-static bool begin_session(struct wg_device *dev, struct wg_peer *peer, uint64_t now)
+/* Whether a session beginning now is not a routine rekey: the first with
+ * the peer, one after the last expired, or one long before a rekey was due
+ * (the peer restarted, or lost its keys). */
+static bool fresh_session(const struct wg_peer *peer, uint64_t now) WG_REQUIRES(peer->lock)
+{
+	const struct wg_keypair *last = peer->keypairs.next ? peer->keypairs.next
+							    : peer->keypairs.current;
+	uint64_t age;
+
+	if (!last)
+		return true;
+	age = now - last->birthdate;
+	return age < (uint64_t)(WG_REKEY_AFTER_TIME - WG_REKEY_TIMEOUT) * NSEC_PER_SEC ||
+	       age >= (uint64_t)WG_REJECT_AFTER_TIME * NSEC_PER_SEC;
+}
+
+/* With peer->lock held: turns the finished handshake into a keypair;
+ * *fresh says whether it is a fresh session (fresh_session). */
+static bool begin_session(struct wg_device *dev, struct wg_peer *peer, uint64_t now, bool *fresh)
 	WG_REQUIRES(peer->lock)
 {
 	struct wg_noise_session session;
 	struct wg_keypair *kp;
 	bool ok = false;
 
+	*fresh = fresh_session(peer, now);
 	if (!wg_noise_derive_session(&session, &peer->handshake))
 		goto out;
 	kp = wg_keypair_new(&dev->index, peer, &session, now);
@@ -176,7 +194,7 @@ static void consume_initiation(struct wg_device *dev, const struct wg_hs_item *i
 	struct wg_noise_initiation in;
 	struct wg_msg_response resp;
 	struct wg_peer *peer = NULL;
-	bool ok = false;
+	bool ok = false, fresh = false;
 
 	wg_stat_inc(&dev->stats, hs_initiations_received);
 	if (!wg_noise_open_initiation(&in, msg, dev->identity))
@@ -198,7 +216,7 @@ static void consume_initiation(struct wg_device *dev, const struct wg_hs_item *i
 				      new_handshake_index(dev, peer)))
 		goto unlock;
 	wg_cookie_add_macs(&peer->cookie, (uint8_t *)&resp, sizeof(resp), now);
-	if (!begin_session(dev, peer, now))
+	if (!begin_session(dev, peer, now, &fresh))
 		goto unlock;
 	peer->last_sent_handshake = now;
 	wg_timers_any_authenticated_packet_traversal(&peer->timers, now);
@@ -209,6 +227,8 @@ unlock:
 	if (ok) {
 		send_to(dev, peer, &resp, sizeof(resp), &item->src);
 		wg_stat_inc(&dev->stats, hs_responses_sent);
+		if (fresh && dev->hooks.peer_up)
+			dev->hooks.peer_up(dev, peer);
 	}
 fail:
 	if (!ok) {
@@ -225,7 +245,7 @@ static void consume_response(struct wg_device *dev, const struct wg_hs_item *ite
 	const struct wg_msg_response *msg = (const void *)item->data;
 	struct wg_peer *peer;
 	struct wg_tx tx;
-	bool ok = false;
+	bool ok = false, fresh = false;
 
 	wg_stat_inc(&dev->stats, hs_responses_received);
 	peer = wg_index_get_handshake(&dev->index, le32toh(msg->receiver_index));
@@ -233,7 +253,7 @@ static void consume_response(struct wg_device *dev, const struct wg_hs_item *ite
 		goto out;
 	wg_mutex_lock(&peer->lock);
 	if (wg_noise_consume_response(msg, &peer->handshake, dev->identity) &&
-	    begin_session(dev, peer, now)) {
+	    begin_session(dev, peer, now, &fresh)) {
 		authenticated_from(peer, &item->src, item->len, now);
 		wg_timers_handshake_complete(&peer->timers);
 		peer->sent_lastminute_handshake = false;
@@ -246,6 +266,8 @@ static void consume_response(struct wg_device *dev, const struct wg_hs_item *ite
 		 * responder. */
 		wg_tx_direct_init(&tx, dev);
 		wg_send_keepalive(dev, peer, &tx);
+		if (fresh && dev->hooks.peer_up)
+			dev->hooks.peer_up(dev, peer);
 	}
 out:
 	if (!ok) {
