@@ -32,6 +32,11 @@ enum {
 	MAX_TRIES = 3,              /* then it is nowhere */
 	NEGATIVE_MS = 1000,         /* how long "nowhere" is believed */
 	GRACE_MS = 5000,            /* a moved address's old holder stays accepted */
+	SEQ_AHEAD_MS = 10000,       /* how far ahead of our clock a stamp may be */
+	REFRESH_MS = 60000,         /* local addresses announced again, +-25 % */
+	PEERS_UP_MAX = 16,          /* peers to re-announce to, else to all */
+	ANNOUNCE_ROOM = 64,         /* outbox room a bucket's announcements need */
+	ANNOUNCE_BUCKETS = 4096,    /* buckets a round looks at for them */
 	INBOX_MAX = 1024,           /* received entries waiting for the thread */
 	OUTBOX_MAX = 1024,          /* messages waiting to be sent */
 	SOLICIT_PER_SEC = 2000,
@@ -73,6 +78,14 @@ struct mesh {
 	struct mesh_note *inbox, *outbox;
 	size_t n_inbox, n_outbox;
 	bool solicit_due;
+	/* Re-announcement of the local addresses (mesh.c reannounce): to every
+	 * address's home, or to the peers in peers_up only; a pass over the
+	 * buckets from announce_from on, over several rounds if the outbox
+	 * fills; another full pass after it when again is set. */
+	bool announce_all, announce_again;
+	uint8_t peers_up[PEERS_UP_MAX][WG_KEY_LEN];
+	size_t n_peers_up, announce_from;
+	uint64_t next_refresh;              /* wg_clock_now(): the periodic one */
 	struct wg_pkt_queue rel_out, rel_in; /* released to worker 0 */
 	_Atomic unsigned int n_released;
 	uint64_t last_seq;

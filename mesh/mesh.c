@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sodium.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,18 +236,86 @@ static void answer(struct mesh *m, const uint8_t *from, const struct mesh_item *
 	mesh_count(m, advert_sent, 1);
 }
 
+/* The home learned that holder, the sender of an ANNOUNCE, holds l's
+ * address instead of prev (a peer, or NULL for this host): it tells the new
+ * holder whom packets forwarded for the address will come from (an ADVERT
+ * naming the previous holder with its older stamp), then the previous
+ * holder where the address went (MOVED), in that order, as the previous
+ * holder forwards only once it knows. */
+static void hand_over(struct mesh *m, struct mesh_loc *l, struct wg_peer *holder,
+		      struct wg_peer *prev, uint64_t prev_seq)
+	WG_REQUIRES(m->lock, m->dev->lock)
+{
+	struct mesh_item it;
+
+	mesh_item_of(l, &it);
+	mesh_item_holder(&it, prev ? prev->public_key : self_key(m), prev_seq);
+	mesh_note_add(m, holder->public_key, false, MESH_ADVERT, &it);
+	mesh_count(m, advert_sent, 1);
+	if (!prev)
+		return; /* this host forwards when its VM goes (mesh_local_removed) */
+	mesh_item_holder(&it, holder->public_key, l->seq);
+	mesh_note_add(m, prev->public_key, false, MESH_MOVED, &it);
+	mesh_count(m, moved_sent, 1);
+}
+
+static bool host_item(const struct mesh_item *it)
+{
+	return it->cidr == (it->family == AF_INET ? 32 : 128);
+}
+
+/* Whether an ADVERT from `from` naming holder answers a question this host
+ * asked about l: the home host's answer in unicast mode; in multicast, the
+ * holder's own. */
+static bool asked(struct mesh *m, struct mesh_loc *l, const struct wg_peer *from,
+		  const struct wg_peer *holder, bool has_holder)
+	WG_REQUIRES(m->lock, m->dev->lock)
+{
+	bool self;
+
+	if (l->state != LOC_PENDING && l->state != LOC_VERIFY)
+		return false;
+	if (atomic_load(&m->mode) == MESH_MULTICAST)
+		return has_holder && holder == from;
+	return home_of(m, l, &self) == from && !self;
+}
+
+/* A MOVED comes from the address's home host (unicast mode only). */
+static bool from_home(struct mesh *m, struct mesh_loc *l, const struct wg_peer *from)
+	WG_REQUIRES(m->lock, m->dev->lock)
+{
+	bool self;
+
+	return atomic_load(&m->mode) == MESH_UNICAST && home_of(m, l, &self) == from && !self;
+}
+
+/* A received entry. Who may say what (docs/mesh.md, "Who is believed"):
+ * only host addresses are learned; no stamp from further ahead than
+ * SEQ_AHEAD_MS of this host's clock; an ANNOUNCE from anyone (the sender
+ * is the holder); an ADVERT only as the answer to a question asked; a
+ * MOVED only from the home host; a NOT_HERE only from the recorded holder.
+ * Only an ANNOUNCE makes a record. */
 static void handle(struct mesh *m, const struct mesh_note *n, uint64_t now)
 	WG_REQUIRES(m->lock, m->dev->lock)
 {
 	const struct mesh_item *it = &n->item;
 	struct wg_peer *from = wg_device_lookup_peer(m->dev, n->peer), *holder = from, *old;
 	struct mesh_loc *l;
+	uint64_t prev_seq;
 	bool self;
 
 	if (!from)
 		return; /* removed meanwhile */
 	if (!mesh_in_prefixes(m, it->family, it->addr)) {
 		mesh_count(m, malformed, 1);
+		return;
+	}
+	if (!host_item(it)) {
+		mesh_count(m, refused_prefix, 1);
+		return;
+	}
+	if (it->seq > wg_clock_realtime_ns() + SEQ_AHEAD_MS * NSEC_PER_MSEC) {
+		mesh_count(m, refused_seq, 1);
 		return;
 	}
 	if (n->type == MESH_SOLICIT) {
@@ -258,8 +327,7 @@ static void handle(struct mesh *m, const struct mesh_note *n, uint64_t now)
 		if (!holder)
 			return; /* ourselves, or a host we have no tunnel to */
 	}
-	/* Only news of a holder makes a record; the rest concerns records we have. */
-	if (it->has_holder || n->type == MESH_ANNOUNCE)
+	if (n->type == MESH_ANNOUNCE)
 		l = mesh_loc_get(m, it->family, it->addr, it->cidr);
 	else
 		l = mesh_loc_find(m, it->family, it->addr, it->cidr);
@@ -268,37 +336,53 @@ static void handle(struct mesh *m, const struct mesh_note *n, uint64_t now)
 	switch (n->type) {
 	case MESH_ADVERT:
 		mesh_count(m, advert_received, 1);
-		if (it->has_holder)
+		if (l->local_seq && it->has_holder && it->seq <= l->local_seq) {
+			/* From the home (hand_over): the host our VM's address
+			 * was at before, whose forwarded packets we take for a
+			 * while. */
+			if (from_home(m, l, from)) {
+				l->prev = holder;
+				l->prev_until = now + GRACE_MS * NSEC_PER_MSEC;
+			} else {
+				mesh_count(m, refused_sender, 1);
+			}
+		} else if (!asked(m, l, from, holder, it->has_holder))
+			mesh_count(m, refused_sender, 1);
+		else if (it->has_holder)
 			learn(m, l, holder, it->seq, now);
 		else if (l->state == LOC_PENDING && !l->peer && l->tries >= MAX_TRIES)
 			go_negative(m, l, now); /* else the next try may find an ANNOUNCE there */
 		break;
 	case MESH_ANNOUNCE:
 	case MESH_MOVED:
-		if (n->type == MESH_ANNOUNCE)
+		if (n->type == MESH_ANNOUNCE) {
 			mesh_count(m, announce_received, 1);
-		else
+		} else {
 			mesh_count(m, moved_received, 1);
-		old = learn(m, l, holder, it->seq, now);
-		if (old && n->type == MESH_ANNOUNCE && atomic_load(&m->mode) == MESH_UNICAST)
-			home_of(m, l, &self);
-		else
-			self = false;
-		if (self) {
-			struct mesh_item mv = *it;
-
-			/* The home tells the previous holder, which forwards
-			 * what still reaches it. */
-			mesh_item_holder(&mv, holder->public_key, it->seq);
-			mesh_note_add(m, old->public_key, false, MESH_MOVED, &mv);
-			mesh_count(m, moved_sent, 1);
+			if (!from_home(m, l, from)) {
+				mesh_count(m, refused_sender, 1);
+				break;
+			}
 		}
+		/* The holder before: a peer, or this host (a local VM). */
+		old = l->peer;
+		prev_seq = old ? l->seq : l->local_seq;
+		learn(m, l, holder, it->seq, now);
+		if (n->type == MESH_ANNOUNCE && atomic_load(&m->mode) == MESH_UNICAST &&
+		    l->peer == holder && old != holder && (old || prev_seq) &&
+		    (home_of(m, l, &self), self))
+			hand_over(m, l, holder, old, prev_seq);
 		break;
 	case MESH_NOT_HERE:
 		mesh_count(m, not_here_received, 1);
-		if (it->has_holder && holder != l->peer) {
+		if (l->peer != from) {
+			/* Not the host we send it to: a withdrawal to every
+			 * member concerns others; a redirect is refused. */
+			if (it->has_holder)
+				mesh_count(m, refused_sender, 1);
+		} else if (it->has_holder && holder != from) {
 			learn(m, l, holder, it->seq, now);
-		} else if (!it->has_holder && l->peer == from && l->state == LOC_RESOLVED) {
+		} else if (!it->has_holder && l->state == LOC_RESOLVED) {
 			/* Stale: forgotten; the next packet to it asks again. */
 			mesh_loc_unpublish(m, l);
 			l->peer = NULL;
@@ -341,6 +425,82 @@ static bool expire(struct mesh *m, struct mesh_loc *l, uint64_t now)
 	default:
 		return false;
 	}
+}
+
+/* Both locks held: l's address, registered here, announced to its home
+ * (unicast) or to every member (multicast); when only is set, to that peer
+ * alone, if it is one that should hear it. */
+static void announce(struct mesh *m, struct mesh_loc *l, const struct wg_peer *only)
+	WG_REQUIRES(m->lock, m->dev->lock)
+{
+	struct mesh_item it;
+	struct wg_peer *home;
+	bool self;
+
+	mesh_item_of(l, &it);
+	mesh_item_holder(&it, NULL, l->local_seq);
+	if (atomic_load(&m->mode) == MESH_MULTICAST) {
+		mesh_note_add(m, only ? only->public_key : NULL, !only, MESH_ANNOUNCE, &it);
+		mesh_count(m, announce_sent, only ? 1 : m->dev->n_peers);
+		return;
+	}
+	home = home_of(m, l, &self);
+	if (self || !home || (only && home != only))
+		return;
+	mesh_note_add(m, home->public_key, false, MESH_ANNOUNCE, &it);
+	mesh_count(m, announce_sent, 1);
+}
+
+static uint64_t refresh_interval(void)
+{
+	return ((uint64_t)REFRESH_MS * 3 / 4 + randombytes_uniform(REFRESH_MS / 2)) *
+	       NSEC_PER_MSEC;
+}
+
+/* Both locks held: the local addresses announced again, so that what the
+ * others know converges by itself: periodically, when a peer's session
+ * began afresh (mesh_peer_up: it was added, or restarted and lost what it
+ * knew), and when a member went (the homes changed). One pass over the
+ * records, across rounds when the outbox fills. */
+static void reannounce(struct mesh *m, uint64_t now)
+	WG_REQUIRES(m->lock, m->dev->lock)
+{
+	size_t b;
+
+	if (now >= m->next_refresh) {
+		m->announce_all = true;
+		m->next_refresh = now + refresh_interval();
+	}
+	if (!m->announce_all && !m->n_peers_up)
+		return;
+	for (b = m->announce_from; b < m->n_buckets; b++) {
+		/* The next round goes on from here: the outbox is full, or
+		 * this round held the device lock long enough. */
+		if (m->n_outbox + ANNOUNCE_ROOM > OUTBOX_MAX ||
+		    b - m->announce_from == ANNOUNCE_BUCKETS)
+			break;
+		for (struct mesh_loc *l = m->buckets[b]; l; l = l->hash_next) {
+			if (!l->local_seq)
+				continue;
+			if (m->announce_all) {
+				announce(m, l, NULL);
+				continue;
+			}
+			for (size_t i = 0; i < m->n_peers_up; i++) {
+				struct wg_peer *p = wg_device_lookup_peer(m->dev, m->peers_up[i]);
+
+				if (p)
+					announce(m, l, p);
+			}
+		}
+	}
+	m->announce_from = b;
+	if (b < m->n_buckets)
+		return;
+	m->announce_from = 0;
+	m->n_peers_up = 0;
+	m->announce_all = m->announce_again;
+	m->announce_again = false;
 }
 
 /* Both locks held: timeouts and solicitations due. Returns the next
@@ -442,7 +602,10 @@ static uint64_t run(struct mesh *m)
 		handle(m, &m->inbox[i], now);
 	m->n_inbox = 0;
 	m->solicit_due = false;
+	reannounce(m, now);
 	next = tick(m, now);
+	if (m->next_refresh < next)
+		next = m->next_refresh;
 	out = take_notes(m, &n_out);
 	mesh_unlock(m);
 	send_notes(m, out, n_out);
@@ -455,7 +618,7 @@ static uint64_t run(struct mesh *m)
 static bool due(const struct mesh *m, uint64_t next)
 	WG_REQUIRES(m->lock)
 {
-	return m->n_inbox || m->n_outbox || m->solicit_due ||
+	return m->n_inbox || m->n_outbox || m->solicit_due || m->announce_all || m->n_peers_up ||
 	       (next != UINT64_MAX && wg_clock_now() >= next);
 }
 
@@ -516,6 +679,7 @@ int mesh_new(struct wg_device *dev, struct mesh **out)
 	m->dev = dev;
 	m->prefix_hop.kind = RT_HOP_MESH;
 	siphash_key_random(&m->hash_key);
+	m->next_refresh = wg_clock_now() + refresh_interval();
 	wg_mutex_init(&m->lock);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -668,8 +832,6 @@ void mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, size
 	for (size_t i = 0; i < n && atomic_load(&m->mode) != MESH_OFF; i++) {
 		const struct ip_prefix *a = &addrs[i];
 		struct mesh_loc *l;
-		struct mesh_item it;
-		struct wg_peer *home;
 		bool self;
 
 		if (!mesh_in_prefixes(m, a->family, a->addr))
@@ -678,28 +840,26 @@ void mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, size
 		if (!l)
 			continue;
 		l->local_seq = next_seq(m);
+		if (l->peer) { /* where it was: its forwarded packets are taken */
+			l->prev = l->peer;
+			l->prev_until = wg_clock_now() + GRACE_MS * NSEC_PER_MSEC;
+		}
 		if (l->in_table) { /* the port's entry replaced ours */
 			l->in_table = false;
 			m->n_located--;
 		}
 		l->state = l->peer ? LOC_RESOLVED : LOC_NONE;
 		release(m, l); /* what waited for it routes to the port now */
-		mesh_item_of(l, &it);
-		mesh_item_holder(&it, NULL, l->local_seq);
-		if (atomic_load(&m->mode) == MESH_MULTICAST) {
-			mesh_note_add(m, NULL, true, MESH_ANNOUNCE, &it);
-			mesh_count(m, announce_sent, dev->n_peers);
-			continue;
-		}
-		home = home_of(m, l, &self);
-		if (!self && home) {
-			mesh_note_add(m, home->public_key, false, MESH_ANNOUNCE, &it);
-			mesh_count(m, announce_sent, 1);
-		} else if (l->peer) {
+		if (atomic_load(&m->mode) == MESH_UNICAST && l->peer && (home_of(m, l, &self), self)) {
+			struct mesh_item it;
+
 			/* We are the home: the previous holder learns it here. */
+			mesh_item_of(l, &it);
 			mesh_item_holder(&it, self_key(m), l->local_seq);
 			mesh_note_add(m, l->peer->public_key, false, MESH_MOVED, &it);
 			mesh_count(m, moved_sent, 1);
+		} else {
+			announce(m, l, NULL);
 		}
 	}
 	out = take_notes(m, &n_out);
@@ -819,6 +979,12 @@ void mesh_peer_removed(struct wg_device *dev, struct wg_peer *peer)
 		return;
 	mesh_dev_locked(m, dev);
 	wg_mutex_lock(&m->lock);
+	/* The homes of some addresses changed with the membership. */
+	if (m->announce_from)
+		m->announce_again = true;
+	else
+		m->announce_all = true;
+	mesh_wake(m);
 	for (size_t b = 0; b < m->n_buckets; b++) {
 		for (struct mesh_loc *l = m->buckets[b]; l; l = l->hash_next) {
 			struct wg_pkt_queue keep = { 0 };
@@ -844,5 +1010,20 @@ void mesh_peer_removed(struct wg_device *dev, struct wg_peer *peer)
 			}
 		}
 	}
+	wg_mutex_unlock(&m->lock);
+}
+
+void mesh_peer_up(struct wg_device *dev, struct wg_peer *peer)
+{
+	struct mesh *m = dev->mesh;
+
+	if (!m || atomic_load(&m->mode) == MESH_OFF)
+		return;
+	wg_mutex_lock(&m->lock);
+	if (m->announce_from || m->n_peers_up == PEERS_UP_MAX)
+		m->announce_again = true; /* a pass is under way: the next covers it */
+	else if (!m->announce_all)
+		memcpy(m->peers_up[m->n_peers_up++], peer->public_key, WG_KEY_LEN);
+	mesh_wake(m);
 	wg_mutex_unlock(&m->lock);
 }

@@ -147,6 +147,10 @@ void mesh_take_released(struct wg_device *dev, struct wg_pkt_queue *out,
 /* Device hooks. Write lock held: a peer is going away. */
 void mesh_peer_removed(struct wg_device *dev, struct wg_peer *peer)
 	WG_REQUIRES(dev->lock);
+/* The handshake thread: a session with peer began afresh (wg/device.h
+ * peer_up): the local addresses it should know are announced to it again. */
+void mesh_peer_up(struct wg_device *dev, struct wg_peer *peer)
+	WG_REQUIRES_SHARED(dev->lock);
 /* No lock held: a port with these addresses was added or removed. */
 void mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
 	WG_EXCLUDES(dev->lock);

@@ -137,6 +137,29 @@ static void hold(struct wg_device *dev, struct wg_peer *peer, int family, const 
 	wg_mutex_unlock(&m->lock);
 }
 
+/* A packet forwarded by peer (unwrapped in rx): sent on by the host one of
+ * our VMs moved away from, which vouches for its source. Taken only when
+ * its destination is a VM of this host inside the mesh prefixes whose
+ * previous holder was peer, less than GRACE_MS ago (mesh_local_added,
+ * hand_over), and its source is a mesh address that is not one of ours. */
+static bool forward_ok(struct wg_device *dev, const struct wg_rx *rx)
+	WG_REQUIRES_SHARED(dev->lock)
+{
+	struct mesh *m = dev->mesh;
+	struct rt_hop *to = rt_lookup(dev->allowed_ips, rx->family, rx->dst);
+	struct mesh_loc *l;
+	bool ok;
+
+	if (!to || to->kind != RT_HOP_PORT || (rx->hop && rx->hop->kind == RT_HOP_PORT) ||
+	    !mesh_in_prefixes(m, rx->family, rx->src) || !mesh_in_prefixes(m, rx->family, rx->dst))
+		return false;
+	wg_mutex_lock(&m->lock);
+	l = mesh_loc_find(m, rx->family, rx->dst, rx->family == AF_INET ? 32 : 128);
+	ok = l && l->local_seq && l->prev == rx->peer && wg_clock_now() < l->prev_until;
+	wg_mutex_unlock(&m->lock);
+	return ok;
+}
+
 bool mesh_receive(struct wg_device *dev, struct wg_rx *rx, enum wg_rx_verdict v)
 {
 	size_t forwarded;
@@ -148,18 +171,15 @@ bool mesh_receive(struct wg_device *dev, struct wg_rx *rx, enum wg_rx_verdict v)
 		}
 		forwarded = mesh_fwd_unwrap(rx->pkt, rx->len);
 		if (forwarded) {
-			/* Sent on by the host the address moved away from, which
-			 * checked the source: unwrapped, and only kept from
-			 * claiming one of our own VMs. */
 			rx->len = (uint32_t)forwarded;
 			memmove(rx->pkt, rx->pkt + MESH_FWD_HLEN, rx->len);
 			if (!wg_receive_reparse(dev, rx))
 				return false;
-			if (rx->hop && rx->hop->kind == RT_HOP_PORT) {
-				wg_receive_reject(dev);
-				return false;
-			}
-			return true;
+			if (forward_ok(dev, rx))
+				return true;
+			mesh_count(dev->mesh, refused_forward, 1);
+			wg_receive_reject(dev);
+			return false;
 		}
 	}
 	if (v == WG_RX_PEER)

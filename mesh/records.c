@@ -103,8 +103,17 @@ void mesh_timed_add(struct mesh *m, struct mesh_loc *l)
 
 void mesh_loc_publish(struct mesh *m, struct mesh_loc *l)
 {
-	if (!l->in_table &&
-	    !rt_insert(m->dev->allowed_ips, l->family, l->addr, l->cidr, &l->hop)) {
+	void *there;
+
+	if (l->in_table)
+		return;
+	/* A peer's allowed IP or a port's address stays what it is. */
+	there = rt_get(m->dev->allowed_ips, l->family, l->addr, l->cidr);
+	if (there && there != &l->hop) {
+		mesh_count(m, refused_entry, 1);
+		return;
+	}
+	if (!rt_insert(m->dev->allowed_ips, l->family, l->addr, l->cidr, &l->hop)) {
 		l->in_table = true;
 		m->n_located++;
 	}

@@ -35,7 +35,13 @@ struct mesh_config {
 	X(queued) X(flushed) X(queue_dropped) /* pending packets */                       \
 	X(forwarded) /* packets for an address that moved away, sent on */                \
 	X(held) X(verified) X(spoofed) /* sources checked with a re-resolve */            \
-	X(rate_limited)
+	X(rate_limited)                                                                    \
+	/* entries refused: not a host address, a stamp from the future, a       \
+	 * sender the protocol does not expect, or one that would replace a       \
+	 * table entry of another kind (docs/mesh.md, "Who is believed");         \
+	 * and forwarded packets refused (docs/mesh.md, "Receive check") */       \
+	X(refused_prefix) X(refused_seq) X(refused_sender) X(refused_entry)             \
+	X(refused_forward)
 
 struct mesh_stats {
 #define MESH_FIELD(name) uint64_t name;
