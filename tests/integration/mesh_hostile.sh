@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# mesh_hostile.sh IMPL_A IMPL_B — a compromised mesh member (issue 16): an
+# authenticated peer that sends forged mesh messages and forwarded packets.
+#
+#                      netns -wire: bridge br0 (192.168.79.0/24)
+#          +-------------------+-------------------+
+#     weftd h1 (.1)       weftd h2 (.2)        wireguard-go h3 (.3): hostile,
+#     tunnel 10.79.0.1    10.79.0.2            10.79.0.3     mesh_forge writes
+#       | tap x1            | tap y2                          what it sends
+#     netns -vmx          netns -vmy                          out of its tunnel
+#
+# h1 and h2 run the mesh (unicast; prefixes fd79:1::/64, 10.80.0.0/16) with
+# h3 as a member: a peer of both, in the membership that picks homes. h3's
+# tunnel is wireguard-go, so its "mesh" is whatever mesh_forge builds; its
+# peer h2 also has MESH_LL_ADDR as allowed IP, so forged messages go to h2.
+# VM X lives on h1, VM Y on h2, at addresses whose home is h1 or h2 (a
+# hostile home is what the threat model leaves to a registration key).
+#
+# Checks: Y reaches X; then h3 sends h2 an ANNOUNCE of X with seq 2^64-1, an
+# ANNOUNCE of a /17, an unsolicited ADVERT, a MOVED and a NOT_HERE naming
+# itself as X's holder, and forwarded packets to Y from another peer's
+# allowed IP and from X's address. Each is refused and counted by its
+# reason, h2 still routes X to h1, and Y pings X without a loss.
+. "$(dirname "$0")/lib.sh"
+lib_init "$@"
+need_cmd jq
+is_weftd "$IMPL_A" && is_weftd "$IMPL_B" || skip "the mesh is weftd's"
+need_weft
+need_impl wireguard-go
+need_tool mesh_forge
+
+ROUTER_LL=fe80::77:65ff:fe66:7401
+MESH_LL=fe80::77:65ff:fe66:7401
+GW4=169.254.1.1
+
+new_ns wire
+WIRE=$(ns_name wire)
+ip -n "$WIRE" link add br0 type bridge
+ip -n "$WIRE" link set br0 up
+for h in 1 2 3; do
+	new_ns "h$h"
+	ns=$(ns_name "h$h")
+	printf -v "NS$h" '%s' "$ns"
+	printf -v "IF$h" '%s' "$(ifname "$h")"
+	ip -n "$WIRE" link add "w$h" type veth peer name eth0 netns "$ns"
+	ip -n "$WIRE" link set "w$h" master br0 up
+	ip -n "$ns" addr add "192.168.79.$h/24" dev eth0
+	ip -n "$ns" link set eth0 up
+	genkeys "h$h"
+done
+start_daemon weftd "$NS1" "$IF1"
+start_daemon weftd "$NS2" "$IF2"
+start_daemon wireguard-go "$NS3" "$IF3"
+for h in 1 2 3; do
+	ns=NS$h ifn=IF$h key=KEY_h$h
+	args=(listen-port $((51830 + h)) private-key "${!key}")
+	for o in 1 2 3; do
+		((o == h)) && continue
+		pub=PUB_h$o allowed="10.79.0.$o/32,fd00:79::$o/128"
+		((h == 3 && o == 2)) && allowed+=",$MESH_LL/128"
+		args+=(peer "${!pub}" allowed-ips "$allowed"
+			endpoint "192.168.79.$o:$((51830 + o))" persistent-keepalive 25)
+	done
+	nswg "${!ns}" set "${!ifn}" "${args[@]}"
+	link_up "${!ns}" "${!ifn}" "10.79.0.$h/24" "fd00:79::$h/64"
+done
+for h in 1 2; do
+	ifn=IF$h
+	weft -i "${!ifn}" mesh set mode unicast prefix fd79:1::/64 prefix 10.80.0.0/16 ||
+		fail "weft mesh set on h$h: $ERR"
+done
+
+# An address pair (.N) whose IPv4 and IPv6 homes are both h1 or h2.
+pick() {
+	local n h4 h6
+	for ((n = $1; n < $1 + 64; n++)); do
+		h4=$("$MESH_FORGE" home "10.80.0.$n" "$PUB_h1" "$PUB_h2" "$PUB_h3")
+		h6=$("$MESH_FORGE" home "fd79:1::$n" "$PUB_h1" "$PUB_h2" "$PUB_h3")
+		if ((h4 != 2 && h6 != 2)); then
+			echo "$n"
+			return 0
+		fi
+	done
+	fail "no address from .$1 on has its homes off h3"
+}
+n=$(pick 10) X4=10.80.0.$n X6=fd79:1::$n
+n=$(pick 100) Y4=10.80.0.$n Y6=fd79:1::$n
+log "X is $X4 $X6, Y is $Y4 $Y6"
+
+# vm TAG HOST MAC V6 V4: a VM namespace with a tap NIC on HOST, its
+# addresses on lo, default routes through the NIC; registered on HOST.
+vm() {
+	local tag=$1 h=$2 tap=t${RUN_ID}$1$2 ns ifn=IF$2 hns=NS$2
+	new_ns "vm$tag"
+	ns=$(ns_name "vm$tag")
+	ip -n "$ns" addr add "$4/128" dev lo
+	ip -n "$ns" addr add "$5/32" dev lo
+	weft -i "${!ifn}" port add "$tap" tap mac "$3" mtu 1380 || fail "port add $tap: $ERR"
+	ip -n "${!hns}" link set "$tap" netns "$ns" || fail "moving $tap into $ns"
+	ip -n "$ns" link set "$tap" address "$3" mtu 1380
+	ip netns exec "$ns" sysctl -qw "net.ipv6.conf.$tap.accept_ra=0"
+	ip -n "$ns" link set "$tap" up
+	ip -n "$ns" -6 route replace default via "$ROUTER_LL" dev "$tap"
+	ip -n "$ns" route replace "$GW4" dev "$tap"
+	ip -n "$ns" route replace default via "$GW4" dev "$tap" src "$5"
+	weft -i "${!ifn}" vm add "$tap" "$4" "$5" || fail "vm add $tag: $ERR"
+}
+vm x 1 52:54:00:79:01:10 "$X6" "$X4"
+vm y 2 52:54:00:79:02:20 "$Y6" "$Y4"
+VMX=$(ns_name vmx) VMY=$(ns_name vmy)
+
+# counter2 KEY: one of h2's mesh counters.
+counter2() {
+	local v
+	weft -i "$IF2" mesh show --json || fail "weft mesh show on h2: $ERR"
+	v=$(jq -r --arg k "$1" '.counters[$k] // .[$k]' <<<"$OUT")
+	[[ $v =~ ^[0-9]+$ ]] || fail "h2 has no mesh counter $1: $OUT"
+	echo "$v"
+}
+# holder2 ADDR: the key h2 routes ADDR (v4 /32) to; "none" when it has no route.
+holder2() {
+	weft -i "$IF2" mesh show --json || fail "weft mesh show on h2: $ERR"
+	jq -r --arg a "$1/32" '[.routes[]? | select(.address == $a) | .holder // "none"][0] // "none"' <<<"$OUT"
+}
+counter_above() { (($(counter2 "$1") > $2)); }
+# forge KEY WHAT...: h3 sends WHAT (mesh_forge arguments after IFNAME); h2
+# counts it under KEY.
+forge() {
+	local key=$1 before
+	shift
+	before=$(counter2 "$key")
+	ip netns exec "$NS3" "$MESH_FORGE" "$1" "$IF3" "${@:2}" || fail "mesh_forge $*"
+	wait_for "$HANG_SECS" counter_above "$key" "$before" ||
+		fail "h2 did not count '$*' as $key (still $before): hang or accepted"
+	log "refused and counted as $key: $*"
+}
+
+step "the tunnels are up and Y reaches X"
+for o in 1 3; do
+	ping_within "$NS2" "10.79.0.$o" 1 10 || fail "h2 -> h$o through the tunnel"
+done
+ping_within "$VMY" "$X4" 3 5 || fail "Y -> X IPv4 after registration"
+ping_within "$VMY" "$X6" 3 5 || fail "Y -> X IPv6 after registration"
+[[ $(holder2 "$X4") == "$PUB_h1" ]] || fail "h2 does not route X to h1: $OUT"
+
+step "forged messages from h3 are refused and counted"
+forge refused_seq send announce "$X4" max
+forge refused_prefix send announce 10.80.0.0/17 now
+forge refused_sender send advert "$X4" now "$PUB_h3"
+forge refused_sender send moved "$X4" now "$PUB_h3"
+forge refused_sender send not_here "$X4" now "$PUB_h3"
+[[ $(holder2 "$X4") == "$PUB_h1" ]] || fail "after the forgeries h2 routes X elsewhere: $OUT"
+
+step "forwarded packets from h3 are refused and counted"
+rx0=$(ip netns exec "$VMY" nstat -az IcmpInEchos | awk '/IcmpInEchos/ { print $2 }')
+forge refused_forward fwd 10.79.0.1 "$Y4"
+forge refused_forward fwd "$X4" "$Y4"
+rx1=$(ip netns exec "$VMY" nstat -az IcmpInEchos | awk '/IcmpInEchos/ { print $2 }')
+((rx1 == rx0)) || fail "Y received $((rx1 - rx0)) echo requests that h3 forwarded"
+
+step "Y still reaches X, through h1, without a loss"
+out=$(ip netns exec "$VMY" ping -n -q -c 50 -i 0.02 -W "$HANG_SECS" "$X4" 2>&1) ||
+	fail "Y -> X after the forgeries: $out"
+grep -q ' 0% packet loss' <<<"$out" || fail "Y -> X lost packets: $out"
+[[ $(holder2 "$X4") == "$PUB_h1" ]] || fail "h2 routes X elsewhere at the end: $OUT"
+pass
