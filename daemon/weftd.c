@@ -209,7 +209,8 @@ static void usage(FILE *f, const char *prog)
 		"  WEFT_AEAD=sodium|openssl|avx512        force a ChaCha20-Poly1305 backend\n"
 		"                                         (default: the fastest on this CPU)\n"
 		"  WEFT_TEST_UNDER_LOAD=1                 tests: always answer with cookies\n"
-		"  WEFT_TEST_CLOCK_SPEEDUP=N              tests: protocol clock N times faster\n",
+		"  WEFT_TEST_CLOCK_SPEEDUP=N              tests: protocol clock N times faster\n"
+		"  WEFT_TEST_MESH_REFRESH=0               tests: no periodic mesh re-announcement\n",
 		prog);
 }
 

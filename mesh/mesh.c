@@ -451,10 +451,16 @@ static void announce(struct mesh *m, struct mesh_loc *l, const struct wg_peer *o
 	mesh_count(m, announce_sent, 1);
 }
 
-static uint64_t refresh_interval(void)
+/* The next periodic re-announcement, REFRESH_MS +-25 % from now; never
+ * with WEFT_TEST_MESH_REFRESH=0 (a test that only events may make converge). */
+static uint64_t next_refresh(uint64_t now)
 {
-	return ((uint64_t)REFRESH_MS * 3 / 4 + randombytes_uniform(REFRESH_MS / 2)) *
-	       NSEC_PER_MSEC;
+	const char *knob = getenv("WEFT_TEST_MESH_REFRESH");
+
+	if (knob && !strcmp(knob, "0"))
+		return UINT64_MAX;
+	return now + ((uint64_t)REFRESH_MS * 3 / 4 + randombytes_uniform(REFRESH_MS / 2)) *
+			     NSEC_PER_MSEC;
 }
 
 /* Both locks held: the local addresses announced again, so that what the
@@ -469,7 +475,7 @@ static void reannounce(struct mesh *m, uint64_t now)
 
 	if (now >= m->next_refresh) {
 		m->announce_all = true;
-		m->next_refresh = now + refresh_interval();
+		m->next_refresh = next_refresh(now);
 	}
 	if (!m->announce_all && !m->n_peers_up)
 		return;
@@ -679,7 +685,7 @@ int mesh_new(struct wg_device *dev, struct mesh **out)
 	m->dev = dev;
 	m->prefix_hop.kind = RT_HOP_MESH;
 	siphash_key_random(&m->hash_key);
-	m->next_refresh = wg_clock_now() + refresh_interval();
+	m->next_refresh = next_refresh(wg_clock_now());
 	wg_mutex_init(&m->lock);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

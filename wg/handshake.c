@@ -218,6 +218,9 @@ static void consume_initiation(struct wg_device *dev, const struct wg_hs_item *i
 	wg_cookie_add_macs(&peer->cookie, (uint8_t *)&resp, sizeof(resp), now);
 	if (!begin_session(dev, peer, now, &fresh))
 		goto unlock;
+	/* As responder, the layers above hear of a fresh session once the
+	 * initiator confirms it (wg/receive.c). */
+	peer->fresh_unconfirmed = fresh;
 	peer->last_sent_handshake = now;
 	wg_timers_any_authenticated_packet_traversal(&peer->timers, now);
 	wg_timers_any_authenticated_packet_sent(&peer->timers);
@@ -227,8 +230,6 @@ unlock:
 	if (ok) {
 		send_to(dev, peer, &resp, sizeof(resp), &item->src);
 		wg_stat_inc(&dev->stats, hs_responses_sent);
-		if (fresh && dev->hooks.peer_up)
-			dev->hooks.peer_up(dev, peer);
 	}
 fail:
 	if (!ok) {

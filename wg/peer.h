@@ -42,6 +42,7 @@ struct wg_peer {
 	uint64_t last_sent_handshake;    /* protocol clock; 0 = never */
 	uint64_t last_initiation_consumption;
 	bool sent_lastminute_handshake;
+	bool fresh_unconfirmed;      /* a fresh session (peer_up) waits for its confirmation */
 
 	/* Read and written lock-free. */
 	_Atomic uint64_t rx_bytes;

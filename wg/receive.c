@@ -81,7 +81,7 @@ static enum wg_rx_verdict receive_data(struct wg_device *dev, uint8_t *data,
 	uint64_t now = wg_clock_now(), counter;
 	struct wg_keypair *kp;
 	struct wg_peer *peer;
-	bool confirmed, rekey, ok;
+	bool confirmed, rekey, ok, up = false;
 
 	kp = wg_index_get_keypair(&dev->index, le32toh(hdr->receiver_index));
 	if (!kp) {
@@ -116,6 +116,8 @@ static enum wg_rx_verdict receive_data(struct wg_device *dev, uint8_t *data,
 		wg_timers_handshake_complete(&peer->timers);
 		peer->sent_lastminute_handshake = false;
 		atomic_store(&peer->last_handshake_ns, wg_clock_realtime_ns());
+		up = peer->fresh_unconfirmed;
+		peer->fresh_unconfirmed = false;
 	}
 	wg_timers_any_authenticated_packet_received(&peer->timers);
 	wg_timers_any_authenticated_packet_traversal(&peer->timers, now);
@@ -127,6 +129,10 @@ static enum wg_rx_verdict receive_data(struct wg_device *dev, uint8_t *data,
 	wg_keypair_put(kp);
 	if (confirmed)
 		wg_send_staged(dev, peer, tx);
+	/* Only now can what the layers above send reach the peer: until its
+	 * first packet, this side still sends with the keys before. */
+	if (up && dev->hooks.peer_up)
+		dev->hooks.peer_up(dev, peer);
 	if (rekey)
 		wg_handshake_request(dev, peer);
 

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# mesh_order.sh IMPL_A IMPL_B — the mesh converges in the orders operations
+# really come in (issue 16), not only in the demo's.
+#
+#     netns -wire: bridge br0 (192.168.81.0/24)
+#          +-------------------+
+#     weftd h1 (.1)       weftd h2 (.2)
+#     tunnel 10.81.0.1    10.81.0.2
+#       | tap x1            | tap y2
+#     netns -vmx          netns -vmy
+#
+# Unicast mode, prefixes fd81:1::/64 and 10.82.0.0/16. X's addresses are
+# picked so that their home is h2: h1's announcement of X must reach h2,
+# or h2 (which solicits nobody for an address it is home of) never learns.
+#
+# The daemons run with WEFT_TEST_MESH_REFRESH=0: no periodic
+# re-announcement, so only the events (a peer added, a session begun afresh)
+# can make the mesh converge, and a broken event fails the test.
+#
+# Checks, each with Y pinging X and the time to reachability logged:
+#  1. systemd order: the mesh and the VMs are set up first (weftd --mesh
+#     and -p start that way), the peers afterwards (wg set);
+#  2. h2 restarts (its home records are gone) and gets its configuration
+#     and its VM again: Y reaches X with h1 left untouched.
+. "$(dirname "$0")/lib.sh"
+lib_init "$@"
+need_cmd jq
+is_weftd "$IMPL_A" && is_weftd "$IMPL_B" || skip "the mesh is weftd's"
+need_weft
+need_tool mesh_forge
+
+ROUTER_LL=fe80::77:65ff:fe66:7401
+GW4=169.254.1.1
+
+new_ns wire
+WIRE=$(ns_name wire)
+ip -n "$WIRE" link add br0 type bridge
+ip -n "$WIRE" link set br0 up
+for h in 1 2; do
+	new_ns "h$h"
+	ns=$(ns_name "h$h")
+	printf -v "NS$h" '%s' "$ns"
+	printf -v "IF$h" '%s' "$(ifname "$h")"
+	ip -n "$WIRE" link add "w$h" type veth peer name eth0 netns "$ns"
+	ip -n "$WIRE" link set "w$h" master br0 up
+	ip -n "$ns" addr add "192.168.81.$h/24" dev eth0
+	ip -n "$ns" link set eth0 up
+	genkeys "h$h"
+done
+
+# An address .N from FIRST on whose IPv4 and IPv6 homes are host index HOME
+# (0: h1, 1: h2).
+pick() {
+	local n
+	for ((n = $1; n < $1 + 64; n++)); do
+		if (($("$MESH_FORGE" home "10.82.0.$n" "$PUB_h1" "$PUB_h2") == $2 &&
+			$("$MESH_FORGE" home "fd81:1::$n" "$PUB_h1" "$PUB_h2") == $2)); then
+			echo "$n"
+			return 0
+		fi
+	done
+	fail "no address from .$1 on has both homes on host $2"
+}
+n=$(pick 10 1) X4=10.82.0.$n X6=fd81:1::$n
+n=$(pick 100 0) Y4=10.82.0.$n Y6=fd81:1::$n
+log "X is $X4 $X6 (home h2), Y is $Y4 $Y6 (home h1)"
+
+# host H: weftd on hH with its key and listen port, its link up, and the
+# mesh on; no peers yet.
+host() {
+	local h=$1 ns=NS$1 ifn=IF$1 key=KEY_h$1
+	start_daemon weftd "${!ns}" "${!ifn}" WEFT_TEST_MESH_REFRESH=0
+	nswg "${!ns}" set "${!ifn}" listen-port $((51840 + h)) private-key "${!key}"
+	link_up "${!ns}" "${!ifn}" "10.81.0.$h/24" "fd00:81::$h/64"
+	weft -i "${!ifn}" mesh set mode unicast prefix fd81:1::/64 prefix 10.82.0.0/16 ||
+		fail "weft mesh set on h$h: $ERR"
+}
+# peer H O: hH gets hO as a peer.
+peer() {
+	local ns=NS$1 ifn=IF$1 pub=PUB_h$2
+	nswg "${!ns}" set "${!ifn}" peer "${!pub}" allowed-ips "10.81.0.$2/32,fd00:81::$2/128" \
+		endpoint "192.168.81.$2:$((51840 + $2))" persistent-keepalive 25
+}
+# nic TAG H MAC V6 V4: VM TAG's namespace (made once) gets a tap NIC on hH,
+# its default routes through it; the port is registered with the VM's
+# addresses.
+nic() {
+	local tag=$1 tap=t${RUN_ID}$1$2 ns ifn=IF$2 hns=NS$2
+	ns=$(ns_name "vm$tag")
+	if ! ip netns list | grep -qw "$ns"; then
+		new_ns "vm$tag"
+		ip -n "$ns" addr add "$4/128" dev lo
+		ip -n "$ns" addr add "$5/32" dev lo
+	fi
+	weft -i "${!ifn}" port add "$tap" tap mac "$3" mtu 1380 || fail "port add $tap: $ERR"
+	ip -n "${!hns}" link set "$tap" netns "$ns" || fail "moving $tap into $ns"
+	ip -n "$ns" link set "$tap" address "$3" mtu 1380
+	ip netns exec "$ns" sysctl -qw "net.ipv6.conf.$tap.accept_ra=0"
+	ip -n "$ns" link set "$tap" up
+	ip -n "$ns" -6 route replace default via "$ROUTER_LL" dev "$tap"
+	ip -n "$ns" route replace "$GW4" dev "$tap"
+	ip -n "$ns" route replace default via "$GW4" dev "$tap" src "$5"
+	weft -i "${!ifn}" vm add "$tap" "$4" "$5" || fail "vm add $tag: $ERR"
+}
+# reach WHAT: Y pings X until a reply (hang guard), and logs how long it took.
+reach() {
+	local t0
+	t0=$(now_ms)
+	ping_within "$VMY" "$X4" 1 "$HANG_SECS" || fail "$1: Y never reached X (IPv4)"
+	ping_within "$VMY" "$X6" 1 "$HANG_SECS" || fail "$1: Y never reached X (IPv6)"
+	log "$1: Y reached X after $(($(now_ms) - t0)) ms"
+}
+
+step "systemd order: mesh and VMs first, peers afterwards"
+host 1
+host 2
+nic x 1 52:54:00:81:01:10 "$X6" "$X4"
+nic y 2 52:54:00:81:02:20 "$Y6" "$Y4"
+VMX=$(ns_name vmx) VMY=$(ns_name vmy)
+peer 1 2
+peer 2 1
+reach "systemd order"
+ping_ok "$VMX" "$Y4" 3 || fail "X -> Y"
+
+step "h2 restarts and gets its configuration and VM back; h1 is not touched"
+stop_daemon "$IF2"
+ip -n "$VMY" link del "t${RUN_ID}y2" 2>/dev/null || true
+host 2
+peer 2 1
+nic y 2 52:54:00:81:02:20 "$Y6" "$Y4"
+reach "after h2's restart"
+pass
