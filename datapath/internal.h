@@ -216,18 +216,17 @@ struct dp_hop {
 void dp_next_hop(struct dp_worker *w, int family, const uint8_t *dst, struct dp_hop *h)
 	WG_REQUIRES_SHARED(w->dev->lock);
 /* Packets that share one destination (one packet, or the segments of one
- * super-packet), from the host, a VM or the mesh's queues, to h: to their
- * peer (a static allowed IP or a learned location), a VM port, or the
- * mesh's discovery. What matches nothing is the host's: from a VM it goes
- * to the host (unrouted_to_host), from the host it is dropped. Consumes
- * them. */
+ * super-packet), from the VM of port from, or (from NULL) the host or the
+ * mesh's queues, to h: to their peer (a static allowed IP or a learned
+ * location), a VM port, or the mesh's discovery (as from's lookup: mesh.h
+ * MESH_TENANT_*). What matches nothing is the host's: from a VM it goes to
+ * the host, from the host it is dropped. Consumes them. */
 void dp_send(struct dp_worker *w, const struct dp_hop *h, struct wg_pkt **pkts, unsigned int n,
-	     bool unrouted_to_host)
+	     const struct port *from)
 	WG_REQUIRES_SHARED(w->dev->lock);
 /* dp_next_hop on the destination read from pkts[0], then dp_send: for
  * packets from the TUN and the mesh's queues. Consumes them. */
-void dp_route(struct dp_worker *w, struct wg_pkt **pkts, unsigned int n,
-	      bool unrouted_to_host)
+void dp_route(struct dp_worker *w, struct wg_pkt **pkts, unsigned int n)
 	WG_REQUIRES_SHARED(w->dev->lock);
 
 /* worker_port.c, port_tap.c, port_vhost.c: the VM ports */

@@ -42,7 +42,7 @@ static void put_all(struct dp_worker *w, struct wg_pkt **pkts, unsigned int n)
 }
 
 void dp_send(struct dp_worker *w, const struct dp_hop *h, struct wg_pkt **pkts, unsigned int n,
-	     bool unrouted_to_host)
+	     const struct port *from)
 {
 	switch (h->to) {
 	case DP_TO_PEER:
@@ -56,7 +56,8 @@ void dp_send(struct dp_worker *w, const struct dp_hop *h, struct wg_pkt **pkts, 
 		wg_stat_add(&w->dev->stats, drop_no_route, n); /* known to be nowhere */
 		break;
 	case DP_TO_MISS:
-		mesh_miss(w->dev, pkts, n, h->family, h->dst);
+		mesh_miss(w->dev, pkts, n, h->family, h->dst,
+			  from ? (unsigned int)from->slot : MESH_TENANT_HOST);
 		break;
 	case DP_TO_PORT:
 		for (unsigned int i = 0; i < n; i++)
@@ -64,7 +65,7 @@ void dp_send(struct dp_worker *w, const struct dp_hop *h, struct wg_pkt **pkts, 
 				       pkts[i]->len, NULL);
 		return;
 	case DP_TO_HOST:
-		if (!unrouted_to_host) {
+		if (!from) {
 			wg_stat_add(&w->dev->stats, drop_no_route, n);
 			break;
 		}
@@ -75,8 +76,7 @@ void dp_send(struct dp_worker *w, const struct dp_hop *h, struct wg_pkt **pkts, 
 	put_all(w, pkts, n);
 }
 
-void dp_route(struct dp_worker *w, struct wg_pkt **pkts, unsigned int n,
-	      bool unrouted_to_host)
+void dp_route(struct dp_worker *w, struct wg_pkt **pkts, unsigned int n)
 {
 	const uint8_t *dst;
 	int family = frame_ip_destination(wg_pkt_payload(pkts[0]), pkts[0]->len, &dst);
@@ -88,5 +88,5 @@ void dp_route(struct dp_worker *w, struct wg_pkt **pkts, unsigned int n,
 		return;
 	}
 	dp_next_hop(w, family, dst, &h);
-	dp_send(w, &h, pkts, n, unrouted_to_host);
+	dp_send(w, &h, pkts, n, NULL);
 }

@@ -111,7 +111,7 @@ void dp_rx_mesh_released(struct dp_worker *w)
 		if (forwarded && mesh_forward(w->dev, p, &w->tx))
 			pkt_put(w, p);
 		else
-			dp_route(w, &p, 1, false);
+			dp_route(w, &p, 1);
 	}
 	/* Parked packets: their header is read again (mesh/path.c keeps the
 	 * packet, not the parse). */

@@ -416,7 +416,7 @@ static void tun_read_vnet(struct dp_worker *w, struct wg_pkt *p, uint32_t res)
 	}
 	n = dp_split_super(w, p, &info, &why);
 	if (n)
-		dp_route(w, w->seg_pkts, n, false);
+		dp_route(w, w->seg_pkts, n);
 	else if (why == PORT_DROP_no_buffer)
 		wg_stat_add(&w->dev->stats, drop_no_buffer, info.n_segs);
 	else
@@ -459,7 +459,7 @@ static void complete(struct dp_worker *w, struct op *op, int res)
 				break;
 			}
 			p->len = (uint32_t)res;
-			dp_route(w, &p, 1, false);
+			dp_route(w, &p, 1);
 			break;
 		}
 		if (res < 0 && res != -EAGAIN && res != -EINTR && res != -ECANCELED)

@@ -231,7 +231,7 @@ static void send_offloaded(struct dp_worker *w, struct wport *in, struct wg_pkt 
 		if (!n)
 			port_count_drop(&in->port->counters, why);
 		else
-			dp_send(w, h, w->seg_pkts, n, true);
+			dp_send(w, h, w->seg_pkts, n, in->port);
 	}
 }
 
@@ -290,5 +290,5 @@ void wport_received(struct dp_worker *w, struct wport *wp, struct wg_pkt *p, uin
 	if (offloaded)
 		send_offloaded(w, wp, p, &h, &info, &vnet);
 	else
-		dp_send(w, &h, &p, 1, true); /* to a peer, another VM or the host */
+		dp_send(w, &h, &p, 1, wp->port); /* to a peer, another VM or the host */
 }

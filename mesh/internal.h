@@ -39,8 +39,11 @@ enum {
 	ANNOUNCE_BUCKETS = 4096,    /* buckets a round looks at for them */
 	INBOX_MAX = 1024,           /* received entries waiting for the thread */
 	OUTBOX_MAX = 1024,          /* messages waiting to be sent */
-	SOLICIT_PER_SEC = 2000,
+	SOLICIT_PER_SEC = 2000,     /* all solicitations */
 	SOLICIT_BURST = 200,
+	TENANT_SOLICIT_PER_SEC = 250, /* one tenant's (mesh.h MESH_TENANT_*) */
+	TENANT_SOLICIT_BURST = 50,
+	TENANT_PENDING = 32,        /* one tenant's lookups under way */
 	NOT_HERE_PER_SEC = 500,
 	NOT_HERE_BURST = 50,
 	BUCKETS_MIN = 256,
@@ -90,6 +93,13 @@ struct mesh {
 	_Atomic unsigned int n_released;
 	uint64_t last_seq;
 	struct rate solicit_rate, not_here_rate;
+	/* Per tenant: its solicitations, and its lookups under way (counted
+	 * up by mesh/path.c pending, recounted from the timed list by every
+	 * tick, so no transition out of pending needs to remember it). */
+	struct {
+		struct rate solicit;
+		unsigned int pending;
+	} tenants[MESH_TENANTS];
 #define MESH_COUNTER_FIELD(name) _Atomic uint64_t name;
 	struct {
 		MESH_COUNTERS(MESH_COUNTER_FIELD)

@@ -190,29 +190,33 @@ static struct wg_peer *learn(struct mesh *m, struct mesh_loc *l, struct wg_peer 
 }
 
 /* Sends a solicitation for l (none when this host is the home itself:
- * then only an ANNOUNCE on its way can answer). Both locks held. */
-static void solicit(struct mesh *m, struct mesh_loc *l, uint64_t now)
+ * then only an ANNOUNCE on its way can answer), within the budget of the
+ * tenant whose lookup it is and the host's; false when a budget said no
+ * (then the try does not count). Both locks held. */
+static bool solicit(struct mesh *m, struct mesh_loc *l, uint64_t now)
 	WG_REQUIRES(m->lock, m->dev->lock)
 {
 	struct mesh_item it;
 	struct wg_peer *home;
 	bool self;
 
-	if (!mesh_rate_take(&m->solicit_rate, now)) {
+	if (!mesh_rate_take(&m->tenants[l->tenant].solicit, now) ||
+	    !mesh_rate_take(&m->solicit_rate, now)) {
 		mesh_count(m, rate_limited, 1);
-		return;
+		return false;
 	}
 	mesh_item_of(l, &it);
 	if (atomic_load(&m->mode) == MESH_MULTICAST) {
 		mesh_note_add(m, NULL, true, MESH_SOLICIT, &it);
 		mesh_count(m, solicit_sent, m->dev->n_peers);
-		return;
+		return true;
 	}
 	home = home_of(m, l, &self);
 	if (self || !home)
-		return;
+		return true;
 	mesh_note_add(m, home->public_key, false, MESH_SOLICIT, &it);
 	mesh_count(m, solicit_sent, 1);
+	return true;
 }
 
 /* Both locks held: a SOLICIT from `from` for the item. */
@@ -405,8 +409,8 @@ static bool expire(struct mesh *m, struct mesh_loc *l, uint64_t now)
 	case LOC_PENDING:
 	case LOC_VERIFY:
 		if (l->tries < MAX_TRIES) {
-			solicit(m, l, now);
-			l->tries++;
+			if (solicit(m, l, now))
+				l->tries++;
 			l->deadline = now + RETRY_MS * NSEC_PER_MSEC;
 			return true;
 		}
@@ -516,6 +520,8 @@ static uint64_t tick(struct mesh *m, uint64_t now)
 {
 	uint64_t next = UINT64_MAX;
 
+	for (size_t t = 0; t < MESH_TENANTS; t++)
+		m->tenants[t].pending = 0;
 	for (struct mesh_loc **pp = &m->timed; *pp;) {
 		struct mesh_loc *l = *pp;
 		bool keep = l->state == LOC_PENDING || l->state == LOC_VERIFY ||
@@ -523,6 +529,8 @@ static uint64_t tick(struct mesh *m, uint64_t now)
 
 		if (l->deadline <= now)
 			keep = expire(m, l, now);
+		if (l->state == LOC_PENDING || l->state == LOC_VERIFY)
+			m->tenants[l->tenant].pending++;
 		if (keep) {
 			if (l->deadline < next)
 				next = l->deadline;
@@ -692,6 +700,8 @@ int mesh_new(struct wg_device *dev, struct mesh **out)
 	pthread_cond_init(&m->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	rate_init(&m->solicit_rate, SOLICIT_PER_SEC, SOLICIT_BURST);
+	for (size_t t = 0; t < MESH_TENANTS; t++)
+		rate_init(&m->tenants[t].solicit, TENANT_SOLICIT_PER_SEC, TENANT_SOLICIT_BURST);
 	rate_init(&m->not_here_rate, NOT_HERE_PER_SEC, NOT_HERE_BURST);
 	*out = m;
 	return 0;

@@ -50,6 +50,7 @@ struct mesh_loc {
 	struct wg_pkt_queue in;     /* packets from it, waiting for a source check */
 	uint8_t state;              /* enum in mesh/mesh.c */
 	uint8_t tries;
+	uint16_t tenant;            /* whose lookup it is (mesh_miss) */
 	bool in_table;
 	bool timed;
 	int family;
@@ -98,12 +99,23 @@ int mesh_routes(struct wg_device *dev, struct mesh_route **out, size_t *n, size_
 
 /* Whether the mesh is on (lock-free). */
 bool mesh_enabled(const struct wg_device *dev);
-/* Packets to dst (family, a mesh address with no location yet), each a
- * whole inner packet at its payload: copied into the destination's queue
- * (bounded; drops counted), and the address solicited. The caller keeps
- * its packets. */
+/* Who asks the mesh to find an address: a VM port (its slot), the host
+ * (its own packets, and those the mesh released), or a peer (packets that
+ * came through the tunnel). Each has its own budget of lookups under way
+ * and of solicitations, so one abusive tenant degrades only itself. */
+enum {
+	MESH_TENANT_HOST = PORT_MAX,
+	MESH_TENANT_PEERS,
+	MESH_TENANTS,
+};
+
+/* Packets from tenant to dst (family, a mesh address with no location
+ * yet), each a whole inner packet at its payload: copied into the
+ * destination's queue (bounded; drops counted), and the address solicited
+ * unless the tenant has too many lookups under way. The caller keeps its
+ * packets. */
 void mesh_miss(struct wg_device *dev, struct wg_pkt *const *pkts, unsigned int n, int family,
-	       const uint8_t *dst)
+	       const uint8_t *dst, unsigned int tenant)
 	WG_REQUIRES_SHARED(dev->lock);
 
 /* The mesh's word on a packet wg_receive_open let through with verdict v

@@ -56,16 +56,29 @@ static void enqueue(struct mesh *m, struct wg_pkt_queue *q, const uint8_t *ip, u
 	mesh_count(m, queued, 1);
 }
 
-/* Mesh lock held: the record of a destination, being solicited. */
-static struct mesh_loc *pending(struct mesh *m, int family, const uint8_t *addr)
+/* Mesh lock held: the record of a destination, being solicited; a new
+ * lookup is tenant's, and refused (NULL, counted) when tenant has
+ * TENANT_PENDING under way. */
+static struct mesh_loc *pending(struct mesh *m, int family, const uint8_t *addr,
+				unsigned int tenant)
 	WG_REQUIRES(m->lock)
 {
-	struct mesh_loc *l = mesh_loc_get(m, family, addr, family == AF_INET ? 32 : 128);
+	uint8_t cidr = family == AF_INET ? 32 : 128;
+	struct mesh_loc *l = mesh_loc_find(m, family, addr, cidr);
 
+	if ((!l || (l->state != LOC_PENDING && l->state != LOC_VERIFY)) &&
+	    m->tenants[tenant].pending >= TENANT_PENDING) {
+		mesh_count(m, tenant_limited, 1);
+		return NULL;
+	}
+	if (!l)
+		l = mesh_loc_get(m, family, addr, cidr);
 	/* A resolved record is asked again when a source must be checked:
 	 * the table keeps the old answer meanwhile. A negative one is asked
 	 * again when a peer sends from its address. */
 	if (l && l->state != LOC_PENDING && l->state != LOC_VERIFY) {
+		l->tenant = (uint16_t)tenant;
+		m->tenants[tenant].pending++;
 		l->state = l->state == LOC_RESOLVED ? LOC_VERIFY : LOC_PENDING;
 		l->asked_at = wg_clock_now();
 		l->tries = 0;
@@ -78,13 +91,15 @@ static struct mesh_loc *pending(struct mesh *m, int family, const uint8_t *addr)
 }
 
 void mesh_miss(struct wg_device *dev, struct wg_pkt *const *pkts, unsigned int n, int family,
-	       const uint8_t *dst)
+	       const uint8_t *dst, unsigned int tenant)
 {
 	struct mesh *m = dev->mesh;
 	struct mesh_loc *l;
 
+	if (tenant >= MESH_TENANTS)
+		tenant = MESH_TENANT_HOST;
 	wg_mutex_lock(&m->lock);
-	l = pending(m, family, dst);
+	l = pending(m, family, dst, tenant);
 	for (unsigned int i = 0; i < n; i++) {
 		if (l)
 			enqueue(m, &l->out, wg_pkt_payload(pkts[i]), pkts[i]->len, NULL);
@@ -126,7 +141,7 @@ static void hold(struct wg_device *dev, struct wg_peer *peer, int family, const 
 	struct mesh_loc *l;
 
 	wg_mutex_lock(&m->lock);
-	l = pending(m, family, src);
+	l = pending(m, family, src, MESH_TENANT_PEERS);
 	if (l) {
 		enqueue(m, &l->in, ip, len, peer);
 		mesh_count(m, held, 1);
@@ -246,7 +261,7 @@ void mesh_transit(struct wg_device *dev, struct wg_peer *peer, struct rt_hop *ho
 	} else if (!l) {
 		/* Where did it go? Forwarded (wrapped) once that is known. */
 		wg_mutex_lock(&m->lock);
-		l = pending(m, family, dst);
+		l = pending(m, family, dst, MESH_TENANT_PEERS);
 		if (l && frame_ip_forward(ip, len))
 			enqueue(m, &l->out, ip, len, MESH_FORWARDED);
 		wg_mutex_unlock(&m->lock);

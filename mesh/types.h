@@ -41,7 +41,8 @@ struct mesh_config {
 	 * table entry of another kind (docs/mesh.md, "Who is believed");         \
 	 * and forwarded packets refused (docs/mesh.md, "Receive check") */       \
 	X(refused_prefix) X(refused_seq) X(refused_sender) X(refused_entry)             \
-	X(refused_forward)
+	X(refused_forward)                                                               \
+	X(tenant_limited) /* misses refused: their tenant had too many lookups */
 
 struct mesh_stats {
 #define MESH_FIELD(name) uint64_t name;

@@ -21,7 +21,10 @@
 #  1. systemd order: the mesh and the VMs are set up first (weftd --mesh
 #     and -p start that way), the peers afterwards (wg set);
 #  2. h2 restarts (its home records are gone) and gets its configuration
-#     and its VM again: Y reaches X with h1 left untouched.
+#     and its VM again: Y reaches X with h1 left untouched;
+#  3. VM Z on h2 floods misses (UDP to thousands of unknown mesh
+#     addresses) while X gets a new address on h1: Y's first packet to it
+#     arrives, and Z's misses were limited (tenant_limited).
 . "$(dirname "$0")/lib.sh"
 lib_init "$@"
 need_cmd jq
@@ -102,6 +105,15 @@ nic() {
 	ip -n "$ns" route replace default via "$GW4" dev "$tap" src "$5"
 	weft -i "${!ifn}" vm add "$tap" "$4" "$5" || fail "vm add $tag: $ERR"
 }
+# counter H KEY: one of hH's mesh counters; counter_above H KEY N.
+counter() {
+	local ifn=IF$1 v
+	weft -i "${!ifn}" mesh show --json || fail "weft mesh show on h$1: $ERR"
+	v=$(jq -r --arg k "$2" '.counters[$k] // .[$k]' <<<"$OUT")
+	[[ $v =~ ^[0-9]+$ ]] || fail "h$1 has no mesh counter $2: $OUT"
+	echo "$v"
+}
+counter_above() { (($(counter "$1" "$2") > $3)); }
 # reach WHAT: Y pings X until a reply (hang guard), and logs how long it took.
 reach() {
 	local t0
@@ -129,4 +141,28 @@ host 2
 peer 2 1
 nic y 2 52:54:00:81:02:20 "$Y6" "$Y4"
 reach "after h2's restart"
+
+step "a VM that floods misses does not starve another VM's first contact"
+n=$(pick 40 0) X24=10.82.0.$n
+n=$(pick 180 1) Z4=10.82.0.$n Z6=fd81:1::$n
+nic z 2 52:54:00:81:02:30 "$Z6" "$Z4"
+VMZ=$(ns_name vmz)
+ip netns exec "$VMZ" python3 -c '
+import random, socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+end = time.time() + float(sys.argv[1])
+n = 0
+while time.time() < end:
+	s.sendto(b"x", ("10.82.%d.%d" % (random.randint(200, 255), random.randint(1, 254)), 9))
+	n += 1
+print(n)' "$HANG_SECS" >"$WORK/flood.out" 2>&1 &
+FLOOD=$!
+wait_for "$HANG_SECS" counter_above 2 tenant_limited 0 || fail "Z's flood of misses was never limited"
+ip -n "$VMX" addr add "$X24/32" dev lo
+weft -i "$IF1" vm add "t${RUN_ID}x1" "$X24" || fail "vm add X's second address: $ERR"
+out=$(ip netns exec "$VMY" ping -n -c 1 -W "$HANG_SECS" "$X24" 2>&1) ||
+	fail "Y's first packet to X's new address was lost under Z's flood: $out"
+kill "$FLOOD" 2>/dev/null || true
+wait "$FLOOD" 2>/dev/null || true
+log "Y's first ping to $X24 arrived under a flood; h2 limited $(counter 2 tenant_limited) of Z's misses"
 pass
