@@ -173,6 +173,30 @@ void mesh_note_add(struct mesh *m, const uint8_t *to, bool all, enum mesh_type t
 /* The item naming l's address; and its holder and stamp. */
 void mesh_item_of(const struct mesh_loc *l, struct mesh_item *it);
 void mesh_item_holder(struct mesh_item *it, const uint8_t *key, uint64_t seq);
+/* mesh.c, shared with the control plane (control.c). */
+
+/* This host's public key, or NULL. */
+const uint8_t *mesh_self_key(struct mesh *m) WG_REQUIRES_SHARED(m->dev->lock);
+/* The home host of l's address among this host and its peers: NULL for
+ * this host (*self set), else the peer. */
+struct wg_peer *mesh_home_of(struct mesh *m, const struct mesh_loc *l, bool *self)
+	WG_REQUIRES_SHARED(m->dev->lock);
+/* The next registration stamp (wall clock ns, strictly increasing). */
+uint64_t mesh_next_seq(struct mesh *m) WG_REQUIRES(m->lock);
+/* Releases l's waiting packets that may go now. */
+void mesh_release(struct mesh *m, struct mesh_loc *l) WG_REQUIRES(m->lock, m->dev->lock);
+/* l's address, registered here, announced to its home or every member
+ * (only: to that peer alone, if it should hear it). */
+void mesh_announce(struct mesh *m, struct mesh_loc *l, const struct wg_peer *only)
+	WG_REQUIRES(m->lock, m->dev->lock);
+/* The noted messages, taken for sending once the locks are dropped. */
+struct mesh_note *mesh_take_notes(struct mesh *m, size_t *n) WG_REQUIRES(m->lock);
+/* Sends them (no lock held). */
+void mesh_send_notes(struct mesh *m, struct mesh_note *notes, size_t n)
+	WG_EXCLUDES(m->lock, m->dev->lock);
+/* Wakes worker 0 when the thread released packets. */
+void mesh_kick_worker(struct mesh *m);
+
 /* Wakes the mesh thread, after a change made under the mesh lock (held or
  * not: the thread looks at the state under the lock before it waits). */
 void mesh_wake(struct mesh *m);

@@ -55,7 +55,7 @@ bool mesh_rate_take(struct rate *r, uint64_t now)
 }
 
 /* Device lock held: this host's public key, or NULL. */
-static const uint8_t *self_key(struct mesh *m)
+const uint8_t *mesh_self_key(struct mesh *m)
 	WG_REQUIRES_SHARED(m->dev->lock)
 {
 	return m->dev->identity->has_identity ? m->dev->identity->static_public : NULL;
@@ -63,11 +63,11 @@ static const uint8_t *self_key(struct mesh *m)
 
 /* Device lock held: the home host of l's address among this host and its
  * peers: NULL for this host, else the peer. */
-static struct wg_peer *home_of(struct mesh *m, const struct mesh_loc *l, bool *self)
+struct wg_peer *mesh_home_of(struct mesh *m, const struct mesh_loc *l, bool *self)
 	WG_REQUIRES_SHARED(m->dev->lock)
 {
 	struct wg_device *dev = m->dev;
-	const uint8_t *me = self_key(m);
+	const uint8_t *me = mesh_self_key(m);
 	uint64_t best = 0;
 	struct wg_peer *home = NULL;
 
@@ -93,7 +93,7 @@ static bool is_local(struct mesh *m, int family, const uint8_t *addr)
 	return hop && hop->kind == RT_HOP_PORT;
 }
 
-static uint64_t next_seq(struct mesh *m)
+uint64_t mesh_next_seq(struct mesh *m)
 {
 	uint64_t now = wg_clock_realtime_ns();
 
@@ -104,7 +104,7 @@ static uint64_t next_seq(struct mesh *m)
 /* Releases l's waiting packets: those to it for routing, those from its
  * confirmed holder (or from the holder before a move, still in flight) for
  * delivery. Others stay. */
-static void release(struct mesh *m, struct mesh_loc *l)
+void mesh_release(struct mesh *m, struct mesh_loc *l)
 {
 	struct wg_pkt_queue keep = { 0 };
 	struct wg_pkt *p;
@@ -175,7 +175,7 @@ static struct wg_peer *learn(struct mesh *m, struct mesh_loc *l, struct wg_peer 
 	if (!is_local(m, l->family, l->addr))
 		mesh_loc_publish(m, l);
 	mesh_count(m, resolved, 1);
-	release(m, l);
+	mesh_release(m, l);
 	/* Sources the answer did not confirm wait for the other answers
 	 * (multicast) or the last try, then are dropped. */
 	if (l->in.len) {
@@ -211,7 +211,7 @@ static bool solicit(struct mesh *m, struct mesh_loc *l, uint64_t now)
 		mesh_count(m, solicit_sent, m->dev->n_peers);
 		return true;
 	}
-	home = home_of(m, l, &self);
+	home = mesh_home_of(m, l, &self);
 	if (self || !home)
 		return true;
 	mesh_note_add(m, home->public_key, false, MESH_SOLICIT, &it);
@@ -229,7 +229,7 @@ static void answer(struct mesh *m, const uint8_t *from, const struct mesh_item *
 
 	mesh_count(m, solicit_received, 1);
 	if (local && (!l || !l->peer || l->local_seq >= l->seq))
-		mesh_item_holder(&out, self_key(m), l && l->local_seq ? l->local_seq : 1);
+		mesh_item_holder(&out, mesh_self_key(m), l && l->local_seq ? l->local_seq : 1);
 	else if (atomic_load(&m->mode) == MESH_MULTICAST)
 		return; /* only the holder answers */
 	else if (l && l->peer) /* resolved (or being re-checked): as the home */
@@ -253,7 +253,7 @@ static void hand_over(struct mesh *m, struct mesh_loc *l, struct wg_peer *holder
 	struct mesh_item it;
 
 	mesh_item_of(l, &it);
-	mesh_item_holder(&it, prev ? prev->public_key : self_key(m), prev_seq);
+	mesh_item_holder(&it, prev ? prev->public_key : mesh_self_key(m), prev_seq);
 	mesh_note_add(m, holder->public_key, false, MESH_ADVERT, &it);
 	mesh_count(m, advert_sent, 1);
 	if (!prev)
@@ -281,7 +281,7 @@ static bool asked(struct mesh *m, struct mesh_loc *l, const struct wg_peer *from
 		return false;
 	if (atomic_load(&m->mode) == MESH_MULTICAST)
 		return has_holder && holder == from;
-	return home_of(m, l, &self) == from && !self;
+	return mesh_home_of(m, l, &self) == from && !self;
 }
 
 /* A MOVED comes from the address's home host (unicast mode only). */
@@ -290,7 +290,7 @@ static bool from_home(struct mesh *m, struct mesh_loc *l, const struct wg_peer *
 {
 	bool self;
 
-	return atomic_load(&m->mode) == MESH_UNICAST && home_of(m, l, &self) == from && !self;
+	return atomic_load(&m->mode) == MESH_UNICAST && mesh_home_of(m, l, &self) == from && !self;
 }
 
 /* A received entry. Who may say what (docs/mesh.md, "Who is believed"):
@@ -374,7 +374,7 @@ static void handle(struct mesh *m, const struct mesh_note *n, uint64_t now)
 		learn(m, l, holder, it->seq, now);
 		if (n->type == MESH_ANNOUNCE && atomic_load(&m->mode) == MESH_UNICAST &&
 		    l->peer == holder && old != holder && (old || prev_seq) &&
-		    (home_of(m, l, &self), self))
+		    (mesh_home_of(m, l, &self), self))
 			hand_over(m, l, holder, old, prev_seq);
 		break;
 	case MESH_NOT_HERE:
@@ -434,7 +434,7 @@ static bool expire(struct mesh *m, struct mesh_loc *l, uint64_t now)
 /* Both locks held: l's address, registered here, announced to its home
  * (unicast) or to every member (multicast); when only is set, to that peer
  * alone, if it is one that should hear it. */
-static void announce(struct mesh *m, struct mesh_loc *l, const struct wg_peer *only)
+void mesh_announce(struct mesh *m, struct mesh_loc *l, const struct wg_peer *only)
 	WG_REQUIRES(m->lock, m->dev->lock)
 {
 	struct mesh_item it;
@@ -448,7 +448,7 @@ static void announce(struct mesh *m, struct mesh_loc *l, const struct wg_peer *o
 		mesh_count(m, announce_sent, only ? 1 : m->dev->n_peers);
 		return;
 	}
-	home = home_of(m, l, &self);
+	home = mesh_home_of(m, l, &self);
 	if (self || !home || (only && home != only))
 		return;
 	mesh_note_add(m, home->public_key, false, MESH_ANNOUNCE, &it);
@@ -493,14 +493,14 @@ static void reannounce(struct mesh *m, uint64_t now)
 			if (!l->local_seq)
 				continue;
 			if (m->announce_all) {
-				announce(m, l, NULL);
+				mesh_announce(m, l, NULL);
 				continue;
 			}
 			for (size_t i = 0; i < m->n_peers_up; i++) {
 				struct wg_peer *p = wg_device_lookup_peer(m->dev, m->peers_up[i]);
 
 				if (p)
-					announce(m, l, p);
+					mesh_announce(m, l, p);
 			}
 		}
 	}
@@ -549,7 +549,7 @@ static uint64_t tick(struct mesh *m, uint64_t now)
 /* Mesh lock held: the noted messages, moved into a malloc'd array for
  * sending once the locks are dropped (NULL when there are none, or no
  * memory: then they stay for the thread's next round). */
-static struct mesh_note *take_notes(struct mesh *m, size_t *n)
+struct mesh_note *mesh_take_notes(struct mesh *m, size_t *n)
 	WG_REQUIRES(m->lock)
 {
 	struct mesh_note *out;
@@ -564,7 +564,7 @@ static struct mesh_note *take_notes(struct mesh *m, size_t *n)
 }
 
 /* No lock held: sends what was noted. */
-static void send_notes(struct mesh *m, struct mesh_note *notes, size_t n)
+void mesh_send_notes(struct mesh *m, struct mesh_note *notes, size_t n)
 	WG_EXCLUDES(m->lock, m->dev->lock)
 {
 	struct wg_device *dev = m->dev;
@@ -597,7 +597,7 @@ static void send_notes(struct mesh *m, struct mesh_note *notes, size_t n)
 	wg_rwlock_unlock(&dev->lock);
 }
 
-static void kick_worker(struct mesh *m)
+void mesh_kick_worker(struct mesh *m)
 {
 	if (atomic_load(&m->n_released))
 		wg_device_kick(m->dev, 0);
@@ -620,11 +620,11 @@ static uint64_t run(struct mesh *m)
 	next = tick(m, now);
 	if (m->next_refresh < next)
 		next = m->next_refresh;
-	out = take_notes(m, &n_out);
+	out = mesh_take_notes(m, &n_out);
 	mesh_unlock(m);
-	send_notes(m, out, n_out);
+	mesh_send_notes(m, out, n_out);
 	free(out);
-	kick_worker(m);
+	mesh_kick_worker(m);
 	return next;
 }
 
@@ -759,287 +759,4 @@ void mesh_free(struct wg_device *dev)
 	pthread_cond_destroy(&m->cond);
 	free(m);
 	dev->mesh = NULL;
-}
-
-/* Control plane. */
-
-/* The addresses of the ports that were there before the mesh, registered
- * and announced as if just added. */
-static void announce_ports(struct wg_device *dev)
-{
-	struct ip_prefix *addrs = calloc((size_t)PORT_MAX * PORT_MAX_ADDRS, sizeof(*addrs));
-	size_t n = 0;
-
-	if (!addrs)
-		return;
-	wg_rwlock_rdlock(&dev->lock);
-	for (int i = 0; i < PORT_MAX; i++)
-		for (size_t j = 0; dev->ports->slot[i] && j < dev->ports->slot[i]->cfg.n_addrs; j++)
-			addrs[n++] = dev->ports->slot[i]->cfg.addrs[j];
-	wg_rwlock_unlock(&dev->lock);
-	mesh_local_added(dev, addrs, n);
-	free(addrs);
-}
-
-int mesh_set(struct wg_device *dev, const struct mesh_config *cfg)
-{
-	struct mesh *m = dev->mesh;
-	int err = 0;
-
-	if (cfg->mode > MESH_MULTICAST || cfg->n_prefixes > MESH_MAX_PREFIXES)
-		return -EINVAL;
-	for (size_t i = 0; i < cfg->n_prefixes; i++)
-		if (!ip_prefix_valid(&cfg->prefixes[i]))
-			return -EINVAL;
-	mesh_lock(m);
-	for (size_t i = 0; i < m->cfg.n_prefixes; i++)
-		rt_remove(dev->allowed_ips, m->cfg.prefixes[i].family, m->cfg.prefixes[i].addr,
-			  m->cfg.prefixes[i].cidr, &m->prefix_hop);
-	m->cfg = *cfg; /* with mode off, the prefixes are kept but not routed */
-	for (size_t b = 0; cfg->mode == MESH_OFF && b < m->n_buckets; b++)
-		for (struct mesh_loc *l = m->buckets[b]; l; l = l->hash_next)
-			mesh_loc_unpublish(m, l);
-	for (size_t i = 0; cfg->mode != MESH_OFF && i < cfg->n_prefixes && !err; i++)
-		err = rt_insert(dev->allowed_ips, cfg->prefixes[i].family, cfg->prefixes[i].addr,
-				cfg->prefixes[i].cidr, &m->prefix_hop);
-	atomic_store(&m->mode, err ? MESH_OFF : (int)cfg->mode);
-	mesh_unlock(m);
-	if (!err && cfg->mode != MESH_OFF)
-		announce_ports(dev);
-	if (!err)
-		log_info("mesh: %s, %zu prefixes",
-			 cfg->mode == MESH_OFF	 ? "off"
-			 : cfg->mode == MESH_UNICAST ? "unicast discovery"
-							 : "multicast discovery",
-			 cfg->n_prefixes);
-	return err;
-}
-
-void mesh_get(struct wg_device *dev, struct mesh_config *cfg, struct mesh_stats *st)
-{
-	struct mesh *m = dev->mesh;
-
-	wg_mutex_lock(&m->lock);
-	if (cfg)
-		*cfg = m->cfg;
-	if (st) {
-#define MESH_COUNTER_COPY(name) st->name = atomic_load(&m->c.name);
-		MESH_COUNTERS(MESH_COUNTER_COPY)
-#undef MESH_COUNTER_COPY
-		st->locations = m->n_located;
-		st->pending = 0;
-		for (struct mesh_loc *l = m->timed; l; l = l->timed_next)
-			st->pending += l->state == LOC_PENDING;
-	}
-	wg_mutex_unlock(&m->lock);
-}
-
-/* Registration: this host now holds addrs (already in the table as a
- * port's). Announces those in the mesh. */
-void mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
-{
-	struct mesh *m = dev->mesh;
-	struct mesh_note *out = NULL;
-	size_t n_out = 0;
-
-	if (!m)
-		return;
-	mesh_lock(m);
-	for (size_t i = 0; i < n && atomic_load(&m->mode) != MESH_OFF; i++) {
-		const struct ip_prefix *a = &addrs[i];
-		struct mesh_loc *l;
-		bool self;
-
-		if (!mesh_in_prefixes(m, a->family, a->addr))
-			continue;
-		l = mesh_loc_get(m, a->family, a->addr, a->cidr);
-		if (!l)
-			continue;
-		l->local_seq = next_seq(m);
-		if (l->peer) { /* where it was: its forwarded packets are taken */
-			l->prev = l->peer;
-			l->prev_until = wg_clock_now() + GRACE_MS * NSEC_PER_MSEC;
-		}
-		if (l->in_table) { /* the port's entry replaced ours */
-			l->in_table = false;
-			m->n_located--;
-		}
-		l->state = l->peer ? LOC_RESOLVED : LOC_NONE;
-		release(m, l); /* what waited for it routes to the port now */
-		if (atomic_load(&m->mode) == MESH_UNICAST && l->peer && (home_of(m, l, &self), self)) {
-			struct mesh_item it;
-
-			/* We are the home: the previous holder learns it here. */
-			mesh_item_of(l, &it);
-			mesh_item_holder(&it, self_key(m), l->local_seq);
-			mesh_note_add(m, l->peer->public_key, false, MESH_MOVED, &it);
-			mesh_count(m, moved_sent, 1);
-		} else {
-			announce(m, l, NULL);
-		}
-	}
-	out = take_notes(m, &n_out);
-	mesh_unlock(m);
-	/* Sent before returning, so that "registered" means "announced". */
-	send_notes(m, out, n_out);
-	free(out);
-	kick_worker(m);
-}
-
-void mesh_local_removed(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
-{
-	struct mesh *m = dev->mesh;
-	uint64_t now = wg_clock_now();
-	struct mesh_note *out;
-	size_t n_out;
-
-	if (!m)
-		return;
-	mesh_lock(m);
-	for (size_t i = 0; i < n; i++) {
-		struct mesh_loc *l = mesh_loc_find(m, addrs[i].family, addrs[i].addr, addrs[i].cidr);
-		uint64_t registered;
-		struct mesh_item it;
-		struct wg_peer *home;
-		bool self;
-
-		if (!l || !l->local_seq)
-			continue;
-		registered = l->local_seq;
-		l->local_seq = 0;
-		if (l->peer && l->state == LOC_RESOLVED && l->seq > registered) {
-			/* It moved: forward what still comes here. */
-			l->prev = NULL;
-			mesh_loc_publish(m, l);
-			continue;
-		}
-		/* It is gone: whoever may point here is told, and asks again. */
-		l->peer = NULL;
-		if (l->state != LOC_PENDING) {
-			l->state = LOC_NONE;
-			l->deadline = now;
-			mesh_timed_add(m, l); /* freed by the next tick */
-		}
-		mesh_item_of(l, &it);
-		if (atomic_load(&m->mode) == MESH_MULTICAST) {
-			mesh_note_add(m, NULL, true, MESH_NOT_HERE, &it);
-			mesh_count(m, not_here_sent, dev->n_peers);
-		} else if (atomic_load(&m->mode) == MESH_UNICAST &&
-			   (home = home_of(m, l, &self)) && !self) {
-			mesh_note_add(m, home->public_key, false, MESH_NOT_HERE, &it);
-			mesh_count(m, not_here_sent, 1);
-		}
-	}
-	out = take_notes(m, &n_out);
-	mesh_unlock(m);
-	send_notes(m, out, n_out);
-	free(out);
-	mesh_wake(m);
-}
-
-int mesh_vm_add(struct wg_device *dev, const char *port, const struct ip_prefix *addrs, size_t n)
-{
-	int err = port_register(dev, port, addrs, n);
-
-	if (!err)
-		mesh_local_added(dev, addrs, n);
-	return err;
-}
-
-int mesh_vm_del(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
-{
-	int err = port_unregister(dev, addrs, n);
-
-	if (!err)
-		mesh_local_removed(dev, addrs, n);
-	return err;
-}
-
-int mesh_routes(struct wg_device *dev, struct mesh_route **out, size_t *n, size_t max)
-{
-	struct mesh *m = dev->mesh;
-	struct mesh_route *r;
-	size_t k = 0;
-
-	wg_rwlock_rdlock(&dev->lock);
-	wg_mutex_lock(&m->lock);
-	r = calloc(m->n_located < max ? m->n_located + 1 : max + 1, sizeof(*r));
-	for (size_t b = 0; r && b < m->n_buckets; b++) {
-		for (struct mesh_loc *l = m->buckets[b]; l && k < max; l = l->hash_next) {
-			if (!l->in_table)
-				continue;
-			r[k].prefix.family = (uint8_t)l->family;
-			r[k].prefix.cidr = l->cidr;
-			memcpy(r[k].prefix.addr, l->addr, 16);
-			r[k].negative = !l->peer;
-			if (l->peer)
-				memcpy(r[k].holder, l->peer->public_key, WG_KEY_LEN);
-			r[k].seq = l->seq;
-			k++;
-		}
-	}
-	wg_mutex_unlock(&m->lock);
-	wg_rwlock_unlock(&dev->lock);
-	if (!r)
-		return -ENOMEM;
-	*out = r;
-	*n = k;
-	return 0;
-}
-
-void mesh_peer_removed(struct wg_device *dev, struct wg_peer *peer)
-{
-	struct mesh *m = dev->mesh;
-
-	if (!m)
-		return;
-	mesh_dev_locked(m, dev);
-	wg_mutex_lock(&m->lock);
-	/* The homes of some addresses changed with the membership. */
-	if (m->announce_from)
-		m->announce_again = true;
-	else
-		m->announce_all = true;
-	mesh_wake(m);
-	for (size_t b = 0; b < m->n_buckets; b++) {
-		for (struct mesh_loc *l = m->buckets[b]; l; l = l->hash_next) {
-			struct wg_pkt_queue keep = { 0 };
-			struct wg_pkt *p;
-
-			if (l->prev == peer)
-				l->prev = NULL;
-			while ((p = wg_pkt_queue_pop(&l->in))) {
-				if (p->egress == peer) {
-					m->queued--;
-					free(p);
-				} else {
-					wg_pkt_queue_push(&keep, p);
-				}
-			}
-			l->in = keep;
-			if (l->peer == peer) {
-				l->peer = NULL;
-				mesh_loc_unpublish(m, l);
-				l->state = LOC_NONE;
-				l->deadline = 0;
-				mesh_timed_add(m, l);
-			}
-		}
-	}
-	wg_mutex_unlock(&m->lock);
-}
-
-void mesh_peer_up(struct wg_device *dev, struct wg_peer *peer)
-{
-	struct mesh *m = dev->mesh;
-
-	if (!m || atomic_load(&m->mode) == MESH_OFF)
-		return;
-	wg_mutex_lock(&m->lock);
-	if (m->announce_from || m->n_peers_up == PEERS_UP_MAX)
-		m->announce_again = true; /* a pass is under way: the next covers it */
-	else if (!m->announce_all)
-		memcpy(m->peers_up[m->n_peers_up++], peer->public_key, WG_KEY_LEN);
-	mesh_wake(m);
-	wg_mutex_unlock(&m->lock);
 }
