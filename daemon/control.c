@@ -179,6 +179,8 @@ static int verb_mesh_set(struct wg_device *dev, const char *body, size_t len, ch
 	ret = mesh_set(dev, &cfg);
 	if (ret == -EINVAL)
 		*why = "the mesh refused the configuration";
+	else if (ret == -EEXIST)
+		*why = "a prefix holds a peer's allowed IP (mesh prefixes and allowed IPs must not overlap)";
 	return ret;
 }
 

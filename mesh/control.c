@@ -35,6 +35,35 @@ static void announce_ports(struct wg_device *dev)
 	free(addrs);
 }
 
+struct overlap {
+	const struct mesh_config *cfg;
+	bool found;
+};
+
+static void check_overlap(void *ctx, int family, const uint8_t *addr, uint8_t cidr)
+{
+	struct overlap *o = ctx;
+	struct ip_prefix a = { .family = (uint8_t)family, .cidr = cidr };
+
+	memcpy(a.addr, addr, family == AF_INET ? 4 : 16);
+	for (size_t i = 0; i < o->cfg->n_prefixes; i++)
+		if (ip_prefix_contains(&o->cfg->prefixes[i], &a))
+			o->found = true;
+}
+
+/* Whether a prefix of cfg holds one of the peers' allowed IPs: those
+ * addresses would be the peer's by configuration and the mesh's by
+ * discovery at once (docs/mesh.md, "Who is believed"). */
+static bool overlaps_allowed_ips(struct wg_device *dev, const struct mesh_config *cfg)
+	WG_REQUIRES_SHARED(dev->lock)
+{
+	struct overlap o = { .cfg = cfg };
+
+	for (struct wg_peer *p = dev->peers_head; p && !o.found; p = p->list_next)
+		rt_walk_value(dev->allowed_ips, p, check_overlap, &o);
+	return o.found;
+}
+
 int mesh_set(struct wg_device *dev, const struct mesh_config *cfg)
 {
 	struct mesh *m = dev->mesh;
@@ -46,6 +75,10 @@ int mesh_set(struct wg_device *dev, const struct mesh_config *cfg)
 		if (!ip_prefix_valid(&cfg->prefixes[i]))
 			return -EINVAL;
 	mesh_lock(m);
+	if (cfg->mode != MESH_OFF && overlaps_allowed_ips(m->dev, cfg)) {
+		mesh_unlock(m);
+		return -EEXIST;
+	}
 	for (size_t i = 0; i < m->cfg.n_prefixes; i++)
 		rt_remove(dev->allowed_ips, m->cfg.prefixes[i].family, m->cfg.prefixes[i].addr,
 			  m->cfg.prefixes[i].cidr, &m->prefix_hop);

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "crypto/aead.h"
+#include "pkt/prefix.h"
+#include "router/hop.h"
 #include "text/text.h"
 #include "wg/clock.h"
 #include "wg/handshake.h"
@@ -122,6 +124,44 @@ static void set_private_key(struct wg_device *dev, const uint8_t key[WG_KEY_LEN]
 	sodium_memzero(psk, sizeof(psk));
 }
 
+/* Whether p lies inside a prefix that a layer above routes itself (the
+ * mesh's prefixes: their addresses are learned, and must not also be a
+ * peer's by configuration). */
+static bool inside_mesh(struct wg_device *dev, const struct ip_prefix *p) WG_REQUIRES_SHARED(dev->lock)
+{
+	for (unsigned int c = 0; c <= p->cidr; c++) {
+		const struct rt_hop *h = rt_get(dev->allowed_ips, p->family, p->addr, (uint8_t)c);
+
+		if (h && h->kind == RT_HOP_MESH)
+			return true;
+	}
+	return false;
+}
+
+/* Write lock held: -EEXIST (and logged) when an allowed IP the set would add
+ * lies inside a mesh prefix, before anything changes. */
+static int check_allowed_ips(struct wg_device *dev, const struct wg_device_config *cfg)
+	WG_REQUIRES(dev->lock)
+{
+	char text[IP_PREFIX_STRLEN];
+
+	for (size_t i = 0; i < cfg->n_peers; i++) {
+		const struct wg_peer_config *pc = &cfg->peers[i];
+
+		for (size_t j = 0; !pc->remove && j < pc->n_allowed_ips; j++) {
+			const struct ip_prefix *a = &pc->allowed_ips[j].prefix;
+
+			if (pc->allowed_ips[j].remove || !inside_mesh(dev, a))
+				continue;
+			ip_prefix_format(a, text);
+			log_error("allowed IP %s lies inside a mesh prefix (its addresses are "
+				  "learned, not configured): refused", text);
+			return -EEXIST;
+		}
+	}
+	return 0;
+}
+
 /* Write lock held. Returns the peer if it should get a keepalive now. */
 static int apply_peer(struct wg_device *dev, const struct wg_peer_config *pc, struct wg_peer **kick,
 		      struct wg_peer **added)
@@ -232,6 +272,14 @@ int wg_device_set(struct wg_device *dev, const struct wg_device_config *cfg)
 	}
 
 	wg_rwlock_wrlock(&dev->lock);
+	err = check_allowed_ips(dev, cfg);
+	if (err) {
+		wg_rwlock_unlock(&dev->lock);
+		free(kick);
+		free(added);
+		wg_socket_close(&fresh);
+		return err;
+	}
 	if (fresh.n)
 		swap_sockets(dev, &fresh);
 	if (cfg->has_fwmark && cfg->fwmark != dev->fwmark) {

@@ -20,7 +20,9 @@
 # ANNOUNCE of a /17, an unsolicited ADVERT, a MOVED and a NOT_HERE naming
 # itself as X's holder, and forwarded packets to Y from another peer's
 # allowed IP and from X's address. Each is refused and counted by its
-# reason, h2 still routes X to h1, and Y pings X without a loss.
+# reason, h2 still routes X to h1, and Y pings X without a loss. And
+# neither wg set nor weft mesh set lets an allowed IP and a mesh prefix
+# overlap.
 . "$(dirname "$0")/lib.sh"
 lib_init "$@"
 need_cmd jq
@@ -157,6 +159,20 @@ forge refused_forward fwd 10.79.0.1 "$Y4"
 forge refused_forward fwd "$X4" "$Y4"
 rx1=$(ip netns exec "$VMY" nstat -az IcmpInEchos | awk '/IcmpInEchos/ { print $2 }')
 ((rx1 == rx0)) || fail "Y received $((rx1 - rx0)) echo requests that h3 forwarded"
+
+step "mesh prefixes and allowed IPs do not overlap"
+if nswg "$NS2" set "$IF2" peer "$PUB_h1" allowed-ips "10.79.0.1/32,fd00:79::1/128,10.80.5.5/32" 2>"$WORK/wg-overlap.err"; then
+	fail "wg set took an allowed IP inside a mesh prefix"
+fi
+log "wg set refused: $(cat "$WORK/wg-overlap.err")"
+nswg "$NS2" show "$IF2" allowed-ips >"$WORK/allowed.txt"
+! grep -q '10.80.5.5' "$WORK/allowed.txt" || fail "the refused allowed IP is there: $(cat "$WORK/allowed.txt")"
+grep -q '10.79.0.1/32' "$WORK/allowed.txt" || fail "h1's allowed IPs changed: $(cat "$WORK/allowed.txt")"
+if weft -i "$IF2" mesh set prefix 10.79.0.0/24; then
+	fail "weft mesh set took a prefix that holds h1's allowed IP"
+fi
+[[ $ERR == *overlap* ]] || fail "weft mesh set's refusal does not say why: $ERR"
+log "weft mesh set refused: $ERR"
 
 step "Y still reaches X, through h1, without a loss"
 out=$(ip netns exec "$VMY" ping -n -q -c 50 -i 0.02 -W "$HANG_SECS" "$X4" 2>&1) ||
