@@ -21,7 +21,9 @@ struct ports_file {
 
 /* Makes the device's ports match the file: ports it lists differently are
  * replaced, missing ones added, and ports an earlier version of the file
- * listed but this one does not are removed. Parsed whole first: a file
+ * listed but this one does not are removed. A port's addresses are the
+ * file's only when it creates the port: after that they are VM
+ * registration's (weft vm), kept through every reload, a replacement too. Parsed whole first: a file
  * that does not parse, or a port that would take an address of a port the
  * file does not own, changes nothing. Logs every change and error (with the
  * file's line). 0, or -errno when something was not applied (a device call

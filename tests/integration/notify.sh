@@ -4,7 +4,8 @@
 # path socket and on an abstract one) once the interface, the socket and
 # the ports are up; SIGHUP re-applies the ports file with RELOADING=1 and a
 # new READY=1, without touching the tunnel (same keypair, same handshake,
-# pings go on) or ports added by hand; a bad file changes nothing; --mesh
+# pings go on), ports added by hand, or addresses weft vm registered (the
+# port is not recreated); a bad file changes nothing; --mesh
 # FILE is set at start and re-applied when it changed; SIGTERM
 # sends STOPPING=1. Logs carry <N> prefixes only when stderr is the stream
 # $JOURNAL_STREAM names. The unit file passes `systemd-analyze verify`; where
@@ -151,6 +152,19 @@ wait_for 10 bash -c "[[ \$(grep -cx READY=1 '$WORK/notify-a.log') == 4 ]]" || fa
 wait_for 5 bash -c "! ip -n '$NS_A' link show '$TAP2' >/dev/null 2>&1" || fail "$TAP2 still there"
 ip -n "$NS_A" link show "$TAPH" >/dev/null || fail "$TAPH went away"
 ping_ok "$NS_A" "$IN4_B" 3 || fail "no ping after the third reload"
+
+step "addresses weft vm changed survive a reload: the port stays, with them"
+weft -i "$IF_A" vm add "$TAP1" 10.78.1.3 || fail "vm add: $ERR"
+idx0=$(ip -n "$NS_A" -o link show "$TAP1" | cut -d: -f1)
+kill -HUP "${DAEMON_PID[$IF_A]}"
+wait_for 10 bash -c "[[ \$(grep -cx READY=1 '$WORK/notify-a.log') == 5 ]]" || fail "no READY=1 after the fourth reload"
+[[ $(last_status "$WORK/notify-a.log") == *"0 added, 0 replaced, 0 removed, 1 unchanged" ]] ||
+	fail "a reload after weft vm add changed ports: $(last_status "$WORK/notify-a.log")"
+idx1=$(ip -n "$NS_A" -o link show "$TAP1" | cut -d: -f1)
+[[ -n $idx1 && $idx1 == "$idx0" ]] || fail "$TAP1 was recreated by the reload (ifindex $idx0 -> $idx1)"
+weft -i "$IF_A" port list --json || fail "port list: $ERR"
+jq -e --arg p "$TAP1" '.[] | select(.name == $p) | .addresses | index("10.78.1.3/32")' \
+	"$WORK/weft.out" >/dev/null || fail "the reload dropped the registered address: $OUT"
 
 step "SIGTERM: STOPPING=1"
 stop_daemon "$IF_A"
