@@ -44,6 +44,9 @@ enum {
 	TENANT_SOLICIT_PER_SEC = 250, /* one tenant's (mesh.h MESH_TENANT_*) */
 	TENANT_SOLICIT_BURST = 50,
 	TENANT_PENDING = 32,        /* one tenant's lookups under way */
+	LEARN_PER_SEC = 200,        /* records one peer's ANNOUNCEs may make */
+	LEARN_BURST = 20000,
+	MESH_MAX_LOCS = 1 << 21,    /* records in all */
 	NOT_HERE_PER_SEC = 500,
 	NOT_HERE_BURST = 50,
 	BUCKETS_MIN = 256,
@@ -61,6 +64,11 @@ struct mesh_note {
 struct rate {
 	uint64_t credit, last;
 	uint64_t cost, burst;
+};
+
+/* What the mesh keeps per peer (wg_peer.mesh). */
+struct mesh_peer {
+	struct rate learn;          /* the records its ANNOUNCEs may make */
 };
 
 struct mesh {
@@ -174,6 +182,10 @@ void mesh_note_add(struct mesh *m, const uint8_t *to, bool all, enum mesh_type t
 void mesh_item_of(const struct mesh_loc *l, struct mesh_item *it);
 void mesh_item_holder(struct mesh_item *it, const uint8_t *key, uint64_t seq);
 /* mesh.c, shared with the control plane (control.c). */
+
+/* peer's mesh state, made when missing (NULL: no memory); freed by
+ * mesh_peer_removed and mesh_free. */
+struct mesh_peer *mesh_peer_of(struct mesh *m, struct wg_peer *peer) WG_REQUIRES(m->dev->lock);
 
 /* This host's public key, or NULL. */
 const uint8_t *mesh_self_key(struct mesh *m) WG_REQUIRES_SHARED(m->dev->lock);

@@ -34,6 +34,15 @@
 #include "wg/peer.h"
 #include "wg/send.h"
 
+static void rate_init(struct rate *r, unsigned int per_sec, unsigned int burst);
+
+struct mesh_peer *mesh_peer_of(struct mesh *m, struct wg_peer *peer)
+{
+	if (!peer->mesh && (peer->mesh = calloc(1, sizeof(*peer->mesh))))
+		rate_init(&peer->mesh->learn, LEARN_PER_SEC, LEARN_BURST);
+	return peer->mesh;
+}
+
 static void rate_init(struct rate *r, unsigned int per_sec, unsigned int burst)
 {
 	r->cost = NSEC_PER_SEC / per_sec;
@@ -331,10 +340,17 @@ static void handle(struct mesh *m, const struct mesh_note *n, uint64_t now)
 		if (!holder)
 			return; /* ourselves, or a host we have no tunnel to */
 	}
-	if (n->type == MESH_ANNOUNCE)
+	l = mesh_loc_find(m, it->family, it->addr, it->cidr);
+	if (!l && n->type == MESH_ANNOUNCE) {
+		/* A new record: within what the sender may make. */
+		struct mesh_peer *mp = mesh_peer_of(m, from);
+
+		if (mp && !mesh_rate_take(&mp->learn, now)) {
+			mesh_count(m, learn_limited, 1);
+			return;
+		}
 		l = mesh_loc_get(m, it->family, it->addr, it->cidr);
-	else
-		l = mesh_loc_find(m, it->family, it->addr, it->cidr);
+	}
 	if (!l)
 		return;
 	switch (n->type) {
@@ -736,6 +752,10 @@ void mesh_free(struct wg_device *dev)
 	if (!m)
 		return;
 	mesh_dev_locked(m, dev);
+	for (struct wg_peer *p = dev->peers_head; p; p = p->list_next) {
+		free(p->mesh);
+		p->mesh = NULL;
+	}
 	for (size_t i = 0; i < m->n_buckets; i++) {
 		while (m->buckets[i]) {
 			struct mesh_loc *l = m->buckets[i];

@@ -77,6 +77,10 @@ struct mesh_loc *mesh_loc_get(struct mesh *m, int family, const uint8_t *addr, u
 
 	if (l)
 		return l;
+	if (m->n_locs >= MESH_MAX_LOCS) {
+		mesh_count(m, records_full, 1);
+		return NULL;
+	}
 	if (m->n_locs >= m->n_buckets)
 		buckets_grow(m);
 	if (!m->n_buckets || !(l = calloc(1, sizeof(*l))))

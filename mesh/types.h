@@ -42,7 +42,9 @@ struct mesh_config {
 	 * and forwarded packets refused (docs/mesh.md, "Receive check") */       \
 	X(refused_prefix) X(refused_seq) X(refused_sender) X(refused_entry)             \
 	X(refused_forward)                                                               \
-	X(tenant_limited) /* misses refused: their tenant had too many lookups */
+	X(tenant_limited) /* misses refused: their tenant had too many lookups */       \
+	X(learn_limited)  /* ANNOUNCEs refused: their sender made records too fast */   \
+	X(records_full)   /* records not made: MESH_MAX_LOCS reached */
 
 struct mesh_stats {
 #define MESH_FIELD(name) uint64_t name;

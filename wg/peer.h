@@ -43,6 +43,9 @@ struct wg_peer {
 	uint64_t last_initiation_consumption;
 	bool sent_lastminute_handshake;
 	bool fresh_unconfirmed;      /* a fresh session (peer_up) waits for its confirmation */
+	/* The mesh's state of this peer (mesh/internal.h), opaque here; set
+	 * and freed by the mesh with the device write lock held. */
+	struct mesh_peer *mesh;
 
 	/* Read and written lock-free. */
 	_Atomic uint64_t rx_bytes;

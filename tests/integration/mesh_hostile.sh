@@ -19,7 +19,8 @@
 # Checks: Y reaches X; then h3 sends h2 an ANNOUNCE of X with seq 2^64-1, an
 # ANNOUNCE of a /17, an unsolicited ADVERT, a MOVED and a NOT_HERE naming
 # itself as X's holder, and forwarded packets to Y from another peer's
-# allowed IP and from X's address. Each is refused and counted by its
+# allowed IP and from X's address, and claims 40,000 addresses at once
+# (only LEARN_BURST are learned). Each is refused and counted by its
 # reason, h2 still routes X to h1, and Y pings X without a loss. And
 # neither wg set nor weft mesh set lets an allowed IP and a mesh prefix
 # overlap.
@@ -179,4 +180,14 @@ out=$(ip netns exec "$VMY" ping -n -q -c 50 -i 0.02 -W "$HANG_SECS" "$X4" 2>&1) 
 	fail "Y -> X after the forgeries: $out"
 grep -q ' 0% packet loss' <<<"$out" || fail "Y -> X lost packets: $out"
 [[ $(holder2 "$X4") == "$PUB_h1" ]] || fail "h2 routes X elsewhere at the end: $OUT"
+
+step "a member that claims 40,000 addresses gets only what its budget allows"
+forge learn_limited flood 10.80.64.0 40000
+locs=$(counter2 locations)
+((locs < 40000)) || fail "h2 learned all $locs of the claimed addresses"
+log "h2 holds $locs locations after the claim of 40000 ($(counter2 learn_limited) refused)"
+# (h2's route list is cut at its first routes now: X is checked by traffic.)
+out=$(ip netns exec "$VMY" ping -n -q -c 20 -i 0.02 -W "$HANG_SECS" "$X4" 2>&1) ||
+	fail "Y -> X after the claim: $out"
+grep -q ' 0% packet loss' <<<"$out" || fail "Y -> X lost packets after the claim: $out"
 pass

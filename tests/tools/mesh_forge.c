@@ -12,6 +12,9 @@
  *       "max" (2^64-1); HOLDER a base64 public key
  *   mesh_forge fwd IFNAME SRC4 DST4
  *       an ICMP echo request SRC4 -> DST4, wrapped as a forwarded packet
+ *   mesh_forge flood IFNAME BASE4 COUNT
+ *       ANNOUNCEs (16 entries each, stamped now) of COUNT consecutive IPv4
+ *       addresses from BASE4 on: a member claiming everything
  *
  * Exit status 0 when sent (or printed), 1 on a send error, 2 on bad usage. */
 #include <arpa/inet.h>
@@ -34,8 +37,17 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: mesh_forge home ADDR KEY...\n"
 			"       mesh_forge send IFNAME TYPE ADDR[/CIDR] SEQ [HOLDER]\n"
-			"       mesh_forge fwd IFNAME SRC4 DST4\n");
+			"       mesh_forge fwd IFNAME SRC4 DST4\n"
+			"       mesh_forge flood IFNAME BASE4 COUNT\n");
 	return 2;
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static bool key_of(const char *b64, uint8_t key[32])
@@ -138,10 +150,7 @@ static int cmd_send(int argc, char **argv)
 	if (!strcmp(argv[3], "max")) {
 		it->seq = UINT64_MAX;
 	} else if (!strcmp(argv[3], "now")) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		it->seq = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		it->seq = realtime_ns();
 	} else {
 		it->seq = strtoull(argv[3], NULL, 0);
 	}
@@ -184,6 +193,33 @@ static int cmd_fwd(int argc, char **argv)
 	return send_ip6(argv[0], pkt, sizeof(pkt));
 }
 
+static int cmd_flood(int argc, char **argv)
+{
+	struct mesh_msg msg = { .type = MESH_ANNOUNCE };
+	uint8_t pkt[MESH_MAX_ENTRIES * 64 + 64];
+	uint32_t base;
+	long count;
+
+	if (argc != 3 || inet_pton(AF_INET, argv[1], &base) != 1 || (count = atol(argv[2])) <= 0)
+		return usage();
+	base = ntohl(base);
+	for (long i = 0; i < count;) {
+		size_t len;
+
+		for (msg.count = 0; msg.count < MESH_MAX_ENTRIES && i < count; msg.count++, i++) {
+			struct mesh_item *it = &msg.items[msg.count];
+			uint32_t a = htonl(base + (uint32_t)i);
+
+			*it = (struct mesh_item){ .family = AF_INET, .cidr = 32, .seq = realtime_ns() };
+			memcpy(it->addr, &a, 4);
+		}
+		len = mesh_msg_build(&msg, pkt, sizeof(pkt));
+		if (!len || send_ip6(argv[0], pkt, len))
+			return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (sodium_init() < 0 || argc < 2)
@@ -194,5 +230,7 @@ int main(int argc, char **argv)
 		return cmd_send(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "fwd"))
 		return cmd_fwd(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "flood"))
+		return cmd_flood(argc - 2, argv + 2);
 	return usage();
 }
