@@ -47,6 +47,7 @@ enum {
 	LEARN_PER_SEC = 200,        /* records one peer's ANNOUNCEs may make */
 	LEARN_BURST = 20000,
 	MESH_MAX_LOCS = 1 << 21,    /* records in all */
+	LEARNED_TTL_MS = 300000,    /* a learned location unconfirmed this long is asked again */
 	NOT_HERE_PER_SEC = 500,
 	NOT_HERE_BURST = 50,
 	BUCKETS_MIN = 256,

@@ -171,6 +171,8 @@ static struct wg_peer *learn(struct mesh *m, struct mesh_loc *l, struct wg_peer 
 		return NULL; /* our own registration is newer */
 	l->peer = holder;
 	l->seq = seq;
+	l->confirmed = now;
+	l->expiring = false;
 	if (old && old != holder) {
 		l->prev = old;
 		l->prev_until = now + GRACE_MS * NSEC_PER_MSEC;
@@ -437,6 +439,13 @@ static bool expire(struct mesh *m, struct mesh_loc *l, uint64_t now)
 		mesh_count(m, spoofed, l->in.len); /* no answer confirmed them */
 		mesh_queue_free(m, &l->in);
 		l->state = LOC_RESOLVED;
+		if (l->expiring) { /* and none confirmed the location */
+			mesh_count(m, expired, 1);
+			mesh_loc_unpublish(m, l);
+			l->peer = NULL;
+			l->state = LOC_NONE;
+			l->expiring = false;
+		}
 		return false;
 	case LOC_NEGATIVE:
 		mesh_loc_unpublish(m, l);
@@ -483,6 +492,24 @@ static uint64_t next_refresh(uint64_t now)
 			     NSEC_PER_MSEC;
 }
 
+/* Both locks held: a learned location no answer confirmed for
+ * LEARNED_TTL_MS is asked again, as the mesh's own lookup (its packets keep
+ * going to the holder meanwhile); no answer, and it is forgotten (expire). */
+static void recheck_if_old(struct mesh *m, struct mesh_loc *l, uint64_t now)
+	WG_REQUIRES(m->lock, m->dev->lock)
+{
+	if (l->state != LOC_RESOLVED || !l->peer ||
+	    now - l->confirmed < (uint64_t)LEARNED_TTL_MS * NSEC_PER_MSEC)
+		return;
+	l->state = LOC_VERIFY;
+	l->expiring = true;
+	l->tenant = MESH_TENANT_UPKEEP;
+	l->tries = 0;
+	l->deadline = 0;
+	mesh_timed_add(m, l);
+	m->solicit_due = true;
+}
+
 /* Both locks held: the local addresses announced again, so that what the
  * others know converges by itself: periodically, when a peer's session
  * began afresh (mesh_peer_up: it was added, or restarted and lost what it
@@ -506,8 +533,10 @@ static void reannounce(struct mesh *m, uint64_t now)
 		    b - m->announce_from == ANNOUNCE_BUCKETS)
 			break;
 		for (struct mesh_loc *l = m->buckets[b]; l; l = l->hash_next) {
-			if (!l->local_seq)
+			if (!l->local_seq) {
+				recheck_if_old(m, l, now);
 				continue;
+			}
 			if (m->announce_all) {
 				mesh_announce(m, l, NULL);
 				continue;
@@ -666,7 +695,8 @@ static void *mesh_thread(void *arg)
 				wg_cond_wait(&m->cond, &m->lock);
 			} else {
 				/* next is on the protocol clock; the wait on CLOCK_MONOTONIC. */
-				uint64_t now = wg_clock_now(), wait = next > now ? next - now : 0;
+				uint64_t now = wg_clock_now();
+				uint64_t wait = next > now ? wg_clock_to_real(next - now) : 0;
 
 				clock_gettime(CLOCK_MONOTONIC, &ts);
 				wait += (uint64_t)ts.tv_nsec;

@@ -44,6 +44,7 @@ struct mesh_loc {
 	uint64_t local_seq;         /* registered on a local port at; 0: not local */
 	uint64_t deadline;          /* pending: next solicit; negative: forget */
 	uint64_t asked_at;          /* pending: when the lookup started */
+	uint64_t confirmed;         /* learned: when an answer last said so */
 	struct mesh_loc *hash_next;
 	struct mesh_loc *timed_next; /* on the list of pending and negative records */
 	struct wg_pkt_queue out;    /* packets to it, waiting for an answer */
@@ -51,6 +52,7 @@ struct mesh_loc {
 	uint8_t state;              /* enum in mesh/mesh.c */
 	uint8_t tries;
 	uint16_t tenant;            /* whose lookup it is (mesh_miss) */
+	bool expiring;              /* re-checked for its age: no answer, forgotten */
 	bool in_table;
 	bool timed;
 	int family;
@@ -106,6 +108,7 @@ bool mesh_enabled(const struct wg_device *dev);
 enum {
 	MESH_TENANT_HOST = PORT_MAX,
 	MESH_TENANT_PEERS,
+	MESH_TENANT_UPKEEP, /* the mesh's own re-checks of old records */
 	MESH_TENANTS,
 };
 

@@ -44,7 +44,8 @@ struct mesh_config {
 	X(refused_forward)                                                               \
 	X(tenant_limited) /* misses refused: their tenant had too many lookups */       \
 	X(learn_limited)  /* ANNOUNCEs refused: their sender made records too fast */   \
-	X(records_full)   /* records not made: MESH_MAX_LOCS reached */
+	X(records_full)   /* records not made: MESH_MAX_LOCS reached */               \
+	X(expired)        /* learned locations no answer confirmed after their TTL */
 
 struct mesh_stats {
 #define MESH_FIELD(name) uint64_t name;
