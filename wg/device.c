@@ -145,6 +145,8 @@ static int check_allowed_ips(struct wg_device *dev, const struct wg_device_confi
 {
 	char text[IP_PREFIX_STRLEN];
 
+	if (!dev->mesh)
+		return 0; /* no mesh, no mesh prefixes: nothing to look up */
 	for (size_t i = 0; i < cfg->n_peers; i++) {
 		const struct wg_peer_config *pc = &cfg->peers[i];
 
