@@ -129,6 +129,12 @@ static void set_private_key(struct wg_device *dev, const uint8_t key[WG_KEY_LEN]
  * peer's by configuration). */
 static bool inside_mesh(struct wg_device *dev, const struct ip_prefix *p) WG_REQUIRES_SHARED(dev->lock)
 {
+	const struct rt_hop *first = rt_lookup(dev->allowed_ips, p->family, p->addr);
+
+	/* Inside a mesh prefix, p's first address routes to the prefix or to a
+	 * location learned in it: one lookup settles every other case. */
+	if (!first || (first->kind != RT_HOP_MESH && first->kind != RT_HOP_REMOTE))
+		return false;
 	for (unsigned int c = 0; c <= p->cidr; c++) {
 		const struct rt_hop *h = rt_get(dev->allowed_ips, p->family, p->addr, (uint8_t)c);
 
@@ -145,8 +151,6 @@ static int check_allowed_ips(struct wg_device *dev, const struct wg_device_confi
 {
 	char text[IP_PREFIX_STRLEN];
 
-	if (!dev->mesh)
-		return 0; /* no mesh, no mesh prefixes: nothing to look up */
 	for (size_t i = 0; i < cfg->n_peers; i++) {
 		const struct wg_peer_config *pc = &cfg->peers[i];
 
