@@ -131,9 +131,10 @@ static bool inside_mesh(struct wg_device *dev, const struct ip_prefix *p) WG_REQ
 {
 	const struct rt_hop *first = rt_lookup(dev->allowed_ips, p->family, p->addr);
 
-	/* Inside a mesh prefix, p's first address routes to the prefix or to a
-	 * location learned in it: one lookup settles every other case. */
-	if (!first || (first->kind != RT_HOP_MESH && first->kind != RT_HOP_REMOTE))
+	/* Inside a mesh prefix, p's first address routes to the prefix, to a
+	 * location learned in it or to a local VM's address: one lookup
+	 * settles every other case (a peer's allowed IP never lies inside). */
+	if (!first || first->kind == RT_HOP_PEER)
 		return false;
 	for (unsigned int c = 0; c <= p->cidr; c++) {
 		const struct rt_hop *h = rt_get(dev->allowed_ips, p->family, p->addr, (uint8_t)c);
