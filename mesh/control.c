@@ -21,17 +21,19 @@
  * and announced as if just added. */
 static void announce_ports(struct wg_device *dev)
 {
-	struct ip_prefix *addrs = calloc((size_t)PORT_MAX * PORT_MAX_ADDRS, sizeof(*addrs));
-	size_t n = 0;
+	struct ip_prefix *addrs = NULL;
+	size_t n = 0, max = 0;
 
-	if (!addrs)
-		return;
 	wg_rwlock_rdlock(&dev->lock);
 	for (int i = 0; i < PORT_MAX; i++)
-		for (size_t j = 0; dev->ports->slot[i] && j < dev->ports->slot[i]->cfg.n_addrs; j++)
-			addrs[n++] = dev->ports->slot[i]->cfg.addrs[j];
+		max += dev->ports->slot[i] ? dev->ports->slot[i]->cfg.n_addrs : 0;
+	if (max && (addrs = calloc(max, sizeof(*addrs))))
+		for (int i = 0; i < PORT_MAX; i++)
+			for (size_t j = 0; dev->ports->slot[i] && j < dev->ports->slot[i]->cfg.n_addrs; j++)
+				addrs[n++] = dev->ports->slot[i]->cfg.addrs[j];
 	wg_rwlock_unlock(&dev->lock);
-	mesh_local_added(dev, addrs, n);
+	if (n)
+		mesh_local_added(dev, addrs, n);
 	free(addrs);
 }
 
@@ -83,9 +85,10 @@ int mesh_set(struct wg_device *dev, const struct mesh_config *cfg)
 		rt_remove(dev->allowed_ips, m->cfg.prefixes[i].family, m->cfg.prefixes[i].addr,
 			  m->cfg.prefixes[i].cidr, &m->prefix_hop);
 	m->cfg = *cfg; /* with mode off, the prefixes are kept but not routed */
-	for (size_t b = 0; cfg->mode == MESH_OFF && b < m->n_buckets; b++)
-		for (struct mesh_loc *l = m->buckets[b]; l; l = l->hash_next)
-			mesh_loc_unpublish(m, l);
+	if (cfg->mode == MESH_OFF) {
+		atomic_store(&m->mode, MESH_OFF);
+		mesh_forget(m);
+	}
 	for (size_t i = 0; cfg->mode != MESH_OFF && i < cfg->n_prefixes && !err; i++)
 		err = rt_insert(dev->allowed_ips, cfg->prefixes[i].family, cfg->prefixes[i].addr,
 				cfg->prefixes[i].cidr, &m->prefix_hop);
@@ -153,6 +156,9 @@ void mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, size
 		}
 		l->state = l->peer ? LOC_RESOLVED : LOC_NONE;
 		mesh_release(m, l); /* what waited for it routes to the port now */
+		/* Sources that claimed it, unconfirmed: it is ours now. */
+		mesh_count(m, spoofed, l->in.len);
+		mesh_queue_free(m, &l->in);
 		if (atomic_load(&m->mode) == MESH_UNICAST && l->peer && (mesh_home_of(m, l, &self), self)) {
 			struct mesh_item it;
 
@@ -307,6 +313,9 @@ void mesh_peer_removed(struct wg_device *dev, struct wg_peer *peer)
 			}
 			l->in = keep;
 			if (l->peer == peer) {
+				/* Nothing is being checked any more. */
+				mesh_count(m, spoofed, l->in.len);
+				mesh_queue_free(m, &l->in);
 				l->peer = NULL;
 				mesh_loc_unpublish(m, l);
 				l->state = LOC_NONE;

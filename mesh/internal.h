@@ -1,6 +1,7 @@
-/* What mesh/mesh.c (the mesh thread and its control plane), mesh/records.c
- * (its records) and mesh/path.c (the workers' entry points) share. Private
- * to those three. */
+/* What mesh/mesh.c (the mesh thread), mesh/control.c (its control plane),
+ * mesh/records.c (its records) and mesh/path.c (the workers' entry points)
+ * share. Private to them, and to fuzz/fuzz_mesh.c, which drives the thread's
+ * rounds itself and checks the records' invariants. */
 #ifndef WEFT_MESH_INTERNAL_H
 #define WEFT_MESH_INTERNAL_H
 
@@ -38,6 +39,7 @@ enum {
 	ANNOUNCE_ROOM = 64,         /* outbox room a bucket's announcements need */
 	ANNOUNCE_BUCKETS = 4096,    /* buckets a round looks at for them */
 	INBOX_MAX = 1024,           /* received entries waiting for the thread */
+	INBOX_PER_PEER = 256,       /* of them from one peer */
 	OUTBOX_MAX = 1024,          /* messages waiting to be sent */
 	SOLICIT_PER_SEC = 2000,     /* all solicitations */
 	SOLICIT_BURST = 200,
@@ -70,6 +72,7 @@ struct rate {
 /* What the mesh keeps per peer (wg_peer.mesh). */
 struct mesh_peer {
 	struct rate learn;          /* the records its ANNOUNCEs may make */
+	unsigned int inbox;         /* its entries waiting in the inbox */
 };
 
 struct mesh {
@@ -174,6 +177,11 @@ void mesh_queue_free(struct mesh *m, struct wg_pkt_queue *q);
 /* Both locks held; l is out of the table and off the timed list. */
 void mesh_loc_free(struct mesh *m, struct mesh_loc *l)
 	WG_REQUIRES(m->lock, m->dev->lock);
+/* Both locks held, the mode just set to off: every record but this host's
+ * registrations is freed, and those are out of the table with nothing
+ * pending or held. (While off, nothing is published or sent.) */
+void mesh_forget(struct mesh *m)
+	WG_REQUIRES(m->lock, m->dev->lock);
 /* Mesh lock held: a message to send (to one peer, or all when to is NULL
  * and all is set) once the locks are dropped. */
 void mesh_note_add(struct mesh *m, const uint8_t *to, bool all, enum mesh_type type,
@@ -184,9 +192,11 @@ void mesh_item_of(const struct mesh_loc *l, struct mesh_item *it);
 void mesh_item_holder(struct mesh_item *it, const uint8_t *key, uint64_t seq);
 /* mesh.c, shared with the control plane (control.c). */
 
-/* peer's mesh state, made when missing (NULL: no memory); freed by
- * mesh_peer_removed and mesh_free. */
-struct mesh_peer *mesh_peer_of(struct mesh *m, struct wg_peer *peer) WG_REQUIRES(m->dev->lock);
+/* peer's mesh state, made when missing (NULL: no memory) under the mesh
+ * lock; freed by mesh_peer_removed and mesh_free under the device write
+ * lock. */
+struct mesh_peer *mesh_peer_of(struct mesh *m, struct wg_peer *peer)
+	WG_REQUIRES(m->lock) WG_REQUIRES_SHARED(m->dev->lock);
 
 /* This host's public key, or NULL. */
 const uint8_t *mesh_self_key(struct mesh *m) WG_REQUIRES_SHARED(m->dev->lock);
@@ -207,6 +217,10 @@ struct mesh_note *mesh_take_notes(struct mesh *m, size_t *n) WG_REQUIRES(m->lock
 /* Sends them (no lock held). */
 void mesh_send_notes(struct mesh *m, struct mesh_note *notes, size_t n)
 	WG_EXCLUDES(m->lock, m->dev->lock);
+/* One round of the mesh thread's work (the inbox, re-announcements,
+ * deadlines, then the messages sent); no lock held. Returns the next
+ * deadline. The thread's loop, and fuzz/fuzz_mesh.c's. */
+uint64_t mesh_run(struct mesh *m) WG_EXCLUDES(m->lock, m->dev->lock);
 /* Wakes worker 0 when the thread released packets. */
 void mesh_kick_worker(struct mesh *m);
 

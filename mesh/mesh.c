@@ -310,17 +310,15 @@ static bool from_home(struct mesh *m, struct mesh_loc *l, const struct wg_peer *
  * is the holder); an ADVERT only as the answer to a question asked; a
  * MOVED only from the home host; a NOT_HERE only from the recorded holder.
  * Only an ANNOUNCE makes a record. */
-static void handle(struct mesh *m, const struct mesh_note *n, uint64_t now)
+static void handle(struct mesh *m, struct wg_peer *from, const struct mesh_note *n, uint64_t now)
 	WG_REQUIRES(m->lock, m->dev->lock)
 {
 	const struct mesh_item *it = &n->item;
-	struct wg_peer *from = wg_device_lookup_peer(m->dev, n->peer), *holder = from, *old;
+	struct wg_peer *holder = from, *old;
 	struct mesh_loc *l;
 	uint64_t prev_seq;
 	bool self;
 
-	if (!from)
-		return; /* removed meanwhile */
 	if (!mesh_in_prefixes(m, it->family, it->addr)) {
 		mesh_count(m, malformed, 1);
 		return;
@@ -501,6 +499,11 @@ static void recheck_if_old(struct mesh *m, struct mesh_loc *l, uint64_t now)
 	if (l->state != LOC_RESOLVED || !l->peer ||
 	    now - l->confirmed < (uint64_t)LEARNED_TTL_MS * NSEC_PER_MSEC)
 		return;
+	/* Within the budget of any tenant (so the timed list stays short):
+	 * the others wait for a later pass, still routed. */
+	if (m->tenants[MESH_TENANT_UPKEEP].pending >= TENANT_PENDING)
+		return;
+	m->tenants[MESH_TENANT_UPKEEP].pending++;
 	l->state = LOC_VERIFY;
 	l->expiring = true;
 	l->tenant = MESH_TENANT_UPKEEP;
@@ -648,8 +651,7 @@ void mesh_kick_worker(struct mesh *m)
 		wg_device_kick(m->dev, 0);
 }
 
-/* One round of the thread's work; called without locks. */
-static uint64_t run(struct mesh *m)
+uint64_t mesh_run(struct mesh *m)
 	WG_EXCLUDES(m->lock, m->dev->lock)
 {
 	struct mesh_note *out;
@@ -657,8 +659,17 @@ static uint64_t run(struct mesh *m)
 	uint64_t now = wg_clock_now(), next;
 
 	mesh_lock(m);
-	for (size_t i = 0; i < m->n_inbox; i++)
-		handle(m, &m->inbox[i], now);
+	for (size_t i = 0; i < m->n_inbox; i++) {
+		struct wg_peer *from = wg_device_lookup_peer(m->dev, m->inbox[i].peer);
+
+		if (!from)
+			continue; /* removed meanwhile */
+		if (from->mesh) /* its entries leave the inbox: all of them, now */
+			from->mesh->inbox = 0;
+		/* What came in before the mesh was turned off is not heard. */
+		if (atomic_load(&m->mode) != MESH_OFF)
+			handle(m, from, &m->inbox[i], now);
+	}
 	m->n_inbox = 0;
 	m->solicit_due = false;
 	reannounce(m, now);
@@ -707,7 +718,7 @@ static void *mesh_thread(void *arg)
 			continue;
 		}
 		wg_mutex_unlock(&m->lock);
-		next = run(m);
+		next = mesh_run(m);
 		wg_mutex_lock(&m->lock);
 	}
 	wg_mutex_unlock(&m->lock);

@@ -282,20 +282,25 @@ void mesh_transit(struct wg_device *dev, struct wg_peer *peer, struct rt_hop *ho
 void mesh_received(struct wg_device *dev, struct wg_peer *peer, const uint8_t *ip, uint32_t len)
 {
 	struct mesh *m = dev->mesh;
+	struct mesh_peer *mp;
 	struct mesh_msg msg;
 
 	if (mesh_msg_parse(ip, len, &msg) != MESH_OK) {
 		mesh_count(m, malformed, 1);
 		return;
 	}
+	mesh_dev_locked_shared(m, dev);
 	wg_mutex_lock(&m->lock);
+	mp = mesh_peer_of(m, peer);
 	for (size_t i = 0; i < msg.count; i++) {
 		struct mesh_note *n;
 
-		if (m->n_inbox == INBOX_MAX) {
+		/* A peer that floods fills its own share, not the others'. */
+		if (m->n_inbox == INBOX_MAX || !mp || mp->inbox == INBOX_PER_PEER) {
 			mesh_count(m, rate_limited, msg.count - i);
 			break;
 		}
+		mp->inbox++;
 		n = &m->inbox[m->n_inbox++];
 		memcpy(n->peer, peer->public_key, WG_KEY_LEN);
 		n->all = false;

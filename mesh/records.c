@@ -109,8 +109,8 @@ void mesh_loc_publish(struct mesh *m, struct mesh_loc *l)
 {
 	void *there;
 
-	if (l->in_table)
-		return;
+	if (l->in_table || atomic_load(&m->mode) == MESH_OFF)
+		return; /* a mesh turned off routes nothing */
 	/* A peer's allowed IP or a port's address stays what it is. */
 	there = rt_get(m->dev->allowed_ips, l->family, l->addr, l->cidr);
 	if (there && there != &l->hop) {
@@ -160,6 +160,35 @@ void mesh_loc_free(struct mesh *m, struct mesh_loc *l)
 	free(l);
 }
 
+void mesh_forget(struct mesh *m)
+{
+	for (struct mesh_loc *l = m->timed; l; l = l->timed_next)
+		l->timed = false;
+	m->timed = NULL;
+	for (size_t b = 0; b < m->n_buckets; b++) {
+		for (struct mesh_loc **pp = &m->buckets[b]; *pp;) {
+			struct mesh_loc *l = *pp;
+
+			mesh_loc_unpublish(m, l);
+			mesh_count(m, queue_dropped, l->out.len);
+			mesh_count(m, spoofed, l->in.len);
+			mesh_queue_free(m, &l->out);
+			mesh_queue_free(m, &l->in);
+			if (l->local_seq) { /* ours: registered, nothing pending */
+				l->peer = l->prev = NULL;
+				l->state = LOC_NONE;
+				pp = &l->hash_next;
+				continue;
+			}
+			*pp = l->hash_next;
+			m->n_locs--;
+			free(l);
+		}
+	}
+	for (size_t t = 0; t < MESH_TENANTS; t++)
+		m->tenants[t].pending = 0;
+}
+
 /* Messages. */
 
 void mesh_note_add(struct mesh *m, const uint8_t *to, bool all, enum mesh_type type,
@@ -167,6 +196,8 @@ void mesh_note_add(struct mesh *m, const uint8_t *to, bool all, enum mesh_type t
 {
 	struct mesh_note *n;
 
+	if (atomic_load(&m->mode) == MESH_OFF)
+		return; /* a mesh turned off says nothing */
 	if (m->n_outbox == OUTBOX_MAX) {
 		mesh_count(m, rate_limited, 1);
 		return;

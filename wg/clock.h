@@ -17,6 +17,11 @@ uint64_t wg_clock_realtime_ns(void);
 /* Real nanoseconds for a protocol duration (for poll timeouts). */
 uint64_t wg_clock_to_real(uint64_t protocol_ns);
 
+/* Tests and fuzz targets only: both clocks stand still at these readings
+ * (protocol ns, wall-clock ns) until the next call; (0, 0) lets them run
+ * again. So a sequence of operations sees the times its input names. */
+void wg_clock_test_hold(uint64_t now_ns, uint64_t realtime_ns);
+
 static inline int wg_clock_after(uint64_t now, uint64_t since, uint64_t dur)
 {
 	return now - since >= dur;

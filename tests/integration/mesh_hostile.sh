@@ -182,10 +182,25 @@ grep -q ' 0% packet loss' <<<"$out" || fail "Y -> X lost packets: $out"
 [[ $(holder2 "$X4") == "$PUB_h1" ]] || fail "h2 routes X elsewhere at the end: $OUT"
 
 step "a member that claims 40,000 addresses gets only what its budget allows"
-forge learn_limited flood 10.80.64.0 40000
+# Each claimed address is learned within h3's budget (LEARN_BURST 20,000,
+# then LEARN_PER_SEC 200/s), refused by it (learn_limited), or dropped when
+# h3's share of h2's mesh inbox is full (rate_limited). Which of the last two
+# takes the excess depends on how fast h2's mesh thread runs (on a loaded
+# machine the inbox does), so the verdict counts both and bounds what was
+# learned by the budget over the time it took.
+refused() { echo $(($(counter2 learn_limited) + $(counter2 rate_limited))); }
+refused0=$(refused)
+locs0=$(counter2 locations)
+t0=$(date +%s)
+ip netns exec "$NS3" "$MESH_FORGE" flood "$IF3" 10.80.64.0 40000 || fail "mesh_forge flood"
+refused_more() { (($(refused) > refused0)); }
+wait_for "$HANG_SECS" refused_more ||
+	fail "h2 refused none of the 40,000 addresses h3 claimed: hang or accepted"
 locs=$(counter2 locations)
-((locs < 40000)) || fail "h2 learned all $locs of the claimed addresses"
-log "h2 holds $locs locations after the claim of 40000 ($(counter2 learn_limited) refused)"
+budget=$((20000 + 200 * ($(date +%s) - t0 + 1)))
+((locs - locs0 <= budget)) ||
+	fail "h2 learned $((locs - locs0)) of the claimed addresses, over h3's budget of $budget"
+log "h2 learned $((locs - locs0)) of the 40,000 claimed (budget $budget); learn_limited $(counter2 learn_limited), rate_limited $(counter2 rate_limited)"
 # (h2's route list is cut at its first routes now: X is checked by traffic.)
 out=$(ip netns exec "$VMY" ping -n -q -c 20 -i 0.02 -W "$HANG_SECS" "$X4" 2>&1) ||
 	fail "Y -> X after the claim: $out"
