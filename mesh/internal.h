@@ -40,6 +40,7 @@ enum {
 	ANNOUNCE_BUCKETS = 4096,    /* buckets a round looks at for them */
 	INBOX_MAX = 1024,           /* received entries waiting for the thread */
 	INBOX_PER_PEER = 256,       /* of them from one peer */
+	HANDLE_BATCH = 128,         /* handled per hold of the device write lock */
 	OUTBOX_MAX = 1024,          /* messages waiting to be sent */
 	SOLICIT_PER_SEC = 2000,     /* all solicitations */
 	SOLICIT_BURST = 200,
@@ -92,6 +93,7 @@ struct mesh {
 	size_t queued;                      /* packets in every queue */
 	struct mesh_note *inbox, *outbox;
 	size_t n_inbox, n_outbox;
+	struct mesh_note *inbox_work;       /* the mesh thread's alone: what it handles */
 	bool solicit_due;
 	/* Re-announcement of the local addresses (mesh.c reannounce): to every
 	 * address's home, or to the peers in peers_up only; a pass over the
@@ -162,6 +164,10 @@ struct mesh_loc *mesh_loc_find(struct mesh *m, int family, const uint8_t *addr, 
 /* Mesh lock held: the record of an address, made when missing (NULL: no
  * memory). */
 struct mesh_loc *mesh_loc_get(struct mesh *m, int family, const uint8_t *addr, uint8_t cidr)
+	WG_REQUIRES(m->lock);
+/* Mesh lock held: the record hash grown for n more records, so that
+ * making them (with the device write lock held too) does not rehash. */
+void mesh_loc_reserve(struct mesh *m, size_t n)
 	WG_REQUIRES(m->lock);
 /* Mesh lock held: puts a record on the list of those with a deadline. */
 void mesh_timed_add(struct mesh *m, struct mesh_loc *l)

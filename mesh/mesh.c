@@ -654,23 +654,38 @@ void mesh_kick_worker(struct mesh *m)
 uint64_t mesh_run(struct mesh *m)
 	WG_EXCLUDES(m->lock, m->dev->lock)
 {
-	struct mesh_note *out;
-	size_t n_out;
+	struct mesh_note *out, *in;
+	size_t n_out, n_in;
 	uint64_t now = wg_clock_now(), next;
 
-	mesh_lock(m);
-	for (size_t i = 0; i < m->n_inbox; i++) {
-		struct wg_peer *from = wg_device_lookup_peer(m->dev, m->inbox[i].peer);
-
-		if (!from)
-			continue; /* removed meanwhile */
-		if (from->mesh) /* its entries leave the inbox: all of them, now */
-			from->mesh->inbox = 0;
-		/* What came in before the mesh was turned off is not heard. */
-		if (atomic_load(&m->mode) != MESH_OFF)
-			handle(m, from, &m->inbox[i], now);
-	}
+	/* The received entries are taken under the mesh lock alone (the
+	 * workers go on filling the other buffer), and the record hash grown
+	 * for them there, then handled HANDLE_BATCH at a time under both
+	 * locks: a worker waits for one batch at most (bench_mesh_stall). */
+	wg_mutex_lock(&m->lock);
+	in = m->inbox;
+	n_in = m->n_inbox;
+	m->inbox = m->inbox_work;
+	m->inbox_work = in;
 	m->n_inbox = 0;
+	mesh_loc_reserve(m, n_in);
+	wg_mutex_unlock(&m->lock);
+	for (size_t i = 0; i < n_in; i += HANDLE_BATCH) {
+		mesh_lock(m);
+		for (size_t j = i; j < n_in && j < i + HANDLE_BATCH; j++) {
+			struct wg_peer *from = wg_device_lookup_peer(m->dev, in[j].peer);
+
+			if (!from)
+				continue; /* removed meanwhile */
+			if (from->mesh) /* its entries have left the inbox */
+				from->mesh->inbox = 0;
+			/* What came in before the mesh was turned off is not heard. */
+			if (atomic_load(&m->mode) != MESH_OFF)
+				handle(m, from, &in[j], now);
+		}
+		mesh_unlock(m);
+	}
+	mesh_lock(m);
 	m->solicit_due = false;
 	reannounce(m, now);
 	next = tick(m, now);
@@ -740,9 +755,11 @@ int mesh_new(struct wg_device *dev, struct mesh **out)
 	if (!m)
 		return -ENOMEM;
 	m->inbox = calloc(INBOX_MAX, sizeof(*m->inbox));
+	m->inbox_work = calloc(INBOX_MAX, sizeof(*m->inbox_work));
 	m->outbox = calloc(OUTBOX_MAX, sizeof(*m->outbox));
-	if (!m->inbox || !m->outbox) {
+	if (!m->inbox || !m->inbox_work || !m->outbox) {
 		free(m->inbox);
+		free(m->inbox_work);
 		free(m->outbox);
 		free(m);
 		return -ENOMEM;
@@ -815,6 +832,7 @@ void mesh_free(struct wg_device *dev)
 	mesh_queue_free(m, &m->rel_in);
 	free(m->buckets);
 	free(m->inbox);
+	free(m->inbox_work);
 	free(m->outbox);
 	wg_mutex_destroy(&m->lock);
 	pthread_cond_destroy(&m->cond);

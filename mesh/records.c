@@ -70,6 +70,17 @@ static void buckets_grow(struct mesh *m)
 	free(old);
 }
 
+void mesh_loc_reserve(struct mesh *m, size_t n)
+{
+	while (m->n_locs + n >= m->n_buckets && m->n_locs + n < MESH_MAX_LOCS) {
+		size_t before = m->n_buckets;
+
+		buckets_grow(m);
+		if (m->n_buckets == before)
+			return; /* no memory: mesh_loc_get tries again */
+	}
+}
+
 struct mesh_loc *mesh_loc_get(struct mesh *m, int family, const uint8_t *addr, uint8_t cidr)
 {
 	struct mesh_loc *l = mesh_loc_find(m, family, addr, cidr);
