@@ -6,6 +6,7 @@
  *
  * One line per backend and operation, key=value, so that scripts can read it:
  *   backend=sodium op=seal len=1420 packets=N seconds=S mbytes_per_sec=M gbit_per_sec=G */
+#include "bench_util.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,14 +21,6 @@ enum {
 	PACKET_LEN = 1420, /* the tunnel MTU: the largest inner packet */
 	BATCH = 64,        /* packets between two clock reads */
 };
-
-static double now_sec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Seals (or opens) PACKET_LEN-byte packets back to back for about secs
  * seconds with a fresh counter nonce each, as the data path does. Returns
@@ -48,7 +41,7 @@ static unsigned long run(const struct aead_backend *b, int do_open, double secs,
 	if (!b->seal(sealed, plain, PACKET_LEN, NULL, 0, nonce, key))
 		return 0;
 
-	start = now_sec();
+	start = now_s();
 	do {
 		for (int i = 0; i < BATCH; i++) {
 			bool ok;
@@ -63,7 +56,7 @@ static unsigned long run(const struct aead_backend *b, int do_open, double secs,
 				return 0;
 		}
 		packets += BATCH;
-		end = now_sec();
+		end = now_s();
 	} while (end - start < secs);
 	*elapsed = end - start;
 	sodium_memzero(key, sizeof(key));

@@ -21,6 +21,7 @@
  * when a hash is broken.
  *
  * usage: bench_hosts [N]   (default 100000) */
+#include "bench_util.h"
 #include "pkt/siphash.h"
 #include "router/table.h"
 #include "router/table_internal.h"
@@ -48,18 +49,7 @@ static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
 static uint64_t rnd(void)
 {
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545f4914f6cdd1dull;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return rnd_next(&rng_state);
 }
 
 static void addr_of(uint64_t low, uint8_t out[16])

@@ -13,6 +13,7 @@
  *
  * usage: bench_mesh [--quick] [--routes N] [--hosts H]
  * Prints a Markdown table, then one JSON object per line. */
+#include "bench_util.h"
 #include "mesh/mesh.h"
 #include "mesh/rendezvous.h"
 #include "router/table.h"
@@ -43,18 +44,7 @@ static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
 static uint64_t rnd(void)
 {
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545f4914f6cdd1dull;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return rnd_next(&rng_state);
 }
 
 static void *xcalloc(size_t n, size_t size)

@@ -3,6 +3,7 @@
  * those 46 segments back into one super-packet (with and without checksum
  * verification), and the raw checksum rate over 64 KiB.
  * usage: bench_offload [N]   (N super-packets per measurement, default 20000) */
+#include "bench_util.h"
 #include "pkt/csum.h"
 #include "tun/offload.h"
 
@@ -28,14 +29,6 @@ static uint8_t head_mem[HEADROOM + PKT_LEN];
 static struct tun_offload_seg segs[MAX_SEGS];
 static struct tun_gro gro;
 static volatile uint64_t sink;
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void put16(uint8_t *p, uint16_t v)
 {

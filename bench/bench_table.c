@@ -2,6 +2,7 @@
  * routes (prefix lengths drawn roughly like a BGP table), then reports
  * single-core lookups per second and heap bytes per route.
  * usage: bench_table [N] [-g]   (-g: IPv6 prefixes inside 2000::/3 only) */
+#include "bench_util.h"
 #include "router/table.h"
 
 #include <endian.h>
@@ -25,18 +26,7 @@ static bool global_only;
 
 static uint64_t rnd(void)
 {
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545f4914f6cdd1dull;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return rnd_next(&rng_state);
 }
 
 static size_t heap_bytes(void)
