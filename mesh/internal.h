@@ -30,6 +30,7 @@ enum {
 	QUEUE_PER_DEST = 64,        /* packets waiting per destination */
 	QUEUE_TOTAL = 4096,         /* and in all */
 	RETRY_MS = 50,              /* between solicitations of one address */
+	RECHECK_RETRY_MS = 1000,    /* the same, re-checking an old record (routed meanwhile) */
 	MAX_TRIES = 3,              /* then it is nowhere */
 	NEGATIVE_MS = 1000,         /* how long "nowhere" is believed */
 	GRACE_MS = 5000,            /* a moved address's old holder stays accepted */

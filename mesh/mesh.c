@@ -427,7 +427,10 @@ static bool expire(struct mesh *m, struct mesh_loc *l, uint64_t now)
 		if (l->tries < MAX_TRIES) {
 			if (solicit(m, l, now))
 				l->tries++;
-			l->deadline = now + RETRY_MS * NSEC_PER_MSEC;
+			/* An old record's re-check is in no hurry: its packets
+			 * still go to the holder, and a late answer must not
+			 * make it forgotten. */
+			l->deadline = now + (l->expiring ? RECHECK_RETRY_MS : RETRY_MS) * NSEC_PER_MSEC;
 			return true;
 		}
 		if (l->state == LOC_PENDING) {
