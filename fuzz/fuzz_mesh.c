@@ -137,22 +137,42 @@ static int fam_index(int family)
 	return family == AF_INET6;
 }
 
+/* The static address of peer i in family (its /24 or /64, host 1). */
+static void static_addr(int i, int family, uint8_t addr[16])
+{
+	memset(addr, 0, 16);
+	if (family == AF_INET) {
+		addr[0] = 192;
+		addr[1] = 168;
+		addr[2] = (uint8_t)i;
+		addr[3] = 1;
+	} else {
+		addr[0] = 0xfd;
+		addr[1] = 0x10;
+		addr[3] = (uint8_t)i;
+		addr[15] = 1;
+	}
+}
+
 /* The address selected by sel (bit 7: IPv6; the rest: which). */
 static int pick_addr(uint8_t sel, uint8_t addr[16], unsigned int *idx)
 {
 	int family = sel & 0x80 ? AF_INET6 : AF_INET;
 	unsigned int i = (sel & 0x7f) % N_ADDR_SEL;
 
-	memset(addr, 0, 16);
 	*idx = i;
+	if (i == ADDR_STATIC) {
+		static_addr(0, family, addr);
+		return family;
+	}
+	memset(addr, 0, 16);
 	if (family == AF_INET) {
-		addr[0] = i == ADDR_STATIC ? 192 : 10;
-		addr[1] = i == ADDR_STATIC ? 168 : i == ADDR_OUTSIDE ? 78 : 77;
-		addr[2] = 0;
+		addr[0] = 10;
+		addr[1] = i == ADDR_OUTSIDE ? 78 : 77;
 		addr[3] = (uint8_t)(i < N_ADDRS ? 1 + i : 1);
 	} else {
 		addr[0] = 0xfd;
-		addr[1] = i == ADDR_STATIC ? 0x10 : i == ADDR_OUTSIDE ? 0x78 : 0x77;
+		addr[1] = i == ADDR_OUTSIDE ? 0x78 : 0x77;
 		addr[15] = (uint8_t)(i < N_ADDRS ? 1 + i : 1);
 	}
 	return family;
@@ -206,23 +226,6 @@ static uint32_t build_ip(uint8_t *buf, int family, const uint8_t *src, const uin
 	memcpy(buf + 8, src, 16);
 	memcpy(buf + 24, dst, 16);
 	return 48;
-}
-
-/* The static address of peer i in family (its /24 or /64, host 1). */
-static void static_addr(int i, int family, uint8_t addr[16])
-{
-	memset(addr, 0, 16);
-	if (family == AF_INET) {
-		addr[0] = 192;
-		addr[1] = 168;
-		addr[2] = (uint8_t)i;
-		addr[3] = 1;
-	} else {
-		addr[0] = 0xfd;
-		addr[1] = 0x10;
-		addr[3] = (uint8_t)i;
-		addr[15] = 1;
-	}
 }
 
 /* Adds the peers whose bit is set in which and that are not there, each
@@ -830,9 +833,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-/* Back to the start: every peer, no VM, a new mesh, the clocks at their
- * first readings, the model empty. */
-static void reset(enum mesh_mode mode)
+/* After each input, so that nothing it made outlives it: the mesh freed
+ * (peer->mesh lives in the peers' sodium_malloc'd memory, which
+ * LeakSanitizer does not scan, so a mesh kept to the next input looks
+ * leaked), the VMs gone, every peer there again, nothing left to send. */
+static void teardown(void)
 {
 	wg_rwlock_wrlock(&g.dev->lock);
 	mesh_free(g.dev);
@@ -851,6 +856,12 @@ static void reset(enum mesh_mode mode)
 	wg_rwlock_unlock(&g.dev->lock);
 	add_peers(~0u);
 	drain_sent();
+}
+
+/* Before each input: a new mesh, the clocks at their first readings, the
+ * model empty. */
+static void reset(enum mesh_mode mode)
+{
 	g.now = START_NOW;
 	g.real = START_REAL;
 	set_clock();
@@ -858,6 +869,20 @@ static void reset(enum mesh_mode mode)
 	g.n_notes = 0;
 	CHECK(mesh_new(g.dev, &g.dev->mesh) == 0);
 	set_mode(mode);
+}
+
+/* FUZZ_TRACE=1: the input's mesh counters that moved. */
+static void trace_counters(void)
+{
+	struct mesh_stats st;
+
+	mesh_get(g.dev, NULL, &st);
+#define TRACE_COUNTER(name) \
+	if (st.name)        \
+		fprintf(stderr, " " #name "=%llu", (unsigned long long)st.name);
+	MESH_COUNTERS(TRACE_COUNTER)
+#undef TRACE_COUNTER
+	fprintf(stderr, "\n");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -890,14 +915,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	op_run();
 	check();
 	op_released();
-	if (g.trace) {
-		struct mesh_stats st;
-
-		mesh_get(g.dev, NULL, &st);
-#define TRACE_COUNTER(name) if (st.name) fprintf(stderr, " " #name "=%llu", (unsigned long long)st.name);
-		MESH_COUNTERS(TRACE_COUNTER)
-#undef TRACE_COUNTER
-		fprintf(stderr, "\n");
-	}
+	if (g.trace)
+		trace_counters();
+	teardown();
 	return 0;
 }
+
+
