@@ -9,6 +9,7 @@
  *   handshakes=N seconds=S handshakes_per_sec=R initiator_us=I responder_us=R_US
  * initiator_us / responder_us: the average time one side spends per handshake;
  * 1e6 / responder_us is what one core can answer when only responding. */
+#include "bench_util.h"
 #include <endian.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,14 +30,6 @@ struct side {
 	struct wg_cookie_maker maker;      /* MACs what we send to the other side */
 	union wg_sockaddr addr;            /* our UDP endpoint, as the other side sees it */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
 
 static void side_init(struct side *s, const char *ip, uint16_t port)
 {

@@ -12,6 +12,7 @@
  *
  * usage: bench_mesh_stall [--quick]
  * Prints a Markdown table, then one JSON object. */
+#include "bench_util.h"
 #include "mesh/internal.h"
 #include "mesh/mesh.h"
 #include "mesh/msg.h"
@@ -43,14 +44,6 @@ static struct wg_device *dev;
 static uint8_t peer_pub[PEERS][WG_KEY_LEN];
 static _Atomic bool stop;
 static _Atomic uint64_t worst_wait, waits, lookups;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void die(const char *what)
 {

@@ -181,6 +181,10 @@ void mesh_loc_unpublish(struct mesh *m, struct mesh_loc *l)
 	WG_REQUIRES(m->dev->lock);
 /* Frees the packets of q. */
 void mesh_queue_free(struct mesh *m, struct wg_pkt_queue *q);
+/* Mesh lock held: l's waiting packets dropped, counted (queue_dropped for
+ * those to it, spoofed for the unconfirmed sources from it). */
+void mesh_loc_drop_queues(struct mesh *m, struct mesh_loc *l)
+	WG_REQUIRES(m->lock);
 /* Both locks held; l is out of the table and off the timed list. */
 void mesh_loc_free(struct mesh *m, struct mesh_loc *l)
 	WG_REQUIRES(m->lock, m->dev->lock);

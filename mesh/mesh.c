@@ -146,10 +146,7 @@ static void go_negative(struct mesh *m, struct mesh_loc *l, uint64_t now)
 	WG_REQUIRES(m->lock, m->dev->lock)
 {
 	mesh_count(m, negative, 1);
-	mesh_count(m, queue_dropped, l->out.len);
-	mesh_count(m, spoofed, l->in.len);
-	mesh_queue_free(m, &l->out);
-	mesh_queue_free(m, &l->in);
+	mesh_loc_drop_queues(m, l);
 	l->peer = NULL;
 	l->state = LOC_NEGATIVE;
 	l->deadline = now + NEGATIVE_MS * NSEC_PER_MSEC;

@@ -153,6 +153,14 @@ void mesh_queue_free(struct mesh *m, struct wg_pkt_queue *q)
 	}
 }
 
+void mesh_loc_drop_queues(struct mesh *m, struct mesh_loc *l)
+{
+	mesh_count(m, queue_dropped, l->out.len);
+	mesh_count(m, spoofed, l->in.len);
+	mesh_queue_free(m, &l->out);
+	mesh_queue_free(m, &l->in);
+}
+
 void mesh_loc_free(struct mesh *m, struct mesh_loc *l)
 {
 	struct mesh_loc **pp = &m->buckets[loc_hash(m, l->family, l->addr, l->cidr)];
@@ -163,10 +171,7 @@ void mesh_loc_free(struct mesh *m, struct mesh_loc *l)
 			break;
 		}
 	}
-	mesh_count(m, queue_dropped, l->out.len);
-	mesh_count(m, spoofed, l->in.len);
-	mesh_queue_free(m, &l->out);
-	mesh_queue_free(m, &l->in);
+	mesh_loc_drop_queues(m, l);
 	m->n_locs--;
 	free(l);
 }
@@ -181,19 +186,15 @@ void mesh_forget(struct mesh *m)
 			struct mesh_loc *l = *pp;
 
 			mesh_loc_unpublish(m, l);
-			mesh_count(m, queue_dropped, l->out.len);
-			mesh_count(m, spoofed, l->in.len);
-			mesh_queue_free(m, &l->out);
-			mesh_queue_free(m, &l->in);
-			if (l->local_seq) { /* ours: registered, nothing pending */
-				l->peer = l->prev = NULL;
-				l->state = LOC_NONE;
-				pp = &l->hash_next;
+			if (!l->local_seq) {
+				mesh_loc_free(m, l); /* *pp is the next one now */
 				continue;
 			}
-			*pp = l->hash_next;
-			m->n_locs--;
-			free(l);
+			/* Ours: registered, nothing pending. */
+			mesh_loc_drop_queues(m, l);
+			l->peer = l->prev = NULL;
+			l->state = LOC_NONE;
+			pp = &l->hash_next;
 		}
 	}
 	for (size_t t = 0; t < MESH_TENANTS; t++)
