@@ -610,7 +610,7 @@ static void miss(unsigned int tenant, int family, const uint8_t *dst, unsigned i
 	free(p);
 }
 
-/* Tenant: two ports, the host, the peers. Packets: 1-70 to one address,
+/* Tenant: two ports, the host, a peer slot. Packets: 1-70 to one address,
  * or (bit 7) one to every pool address of the family. */
 static void op_miss(struct cursor *c)
 {
@@ -619,7 +619,7 @@ static void op_miss(struct cursor *c)
 	unsigned int idx;
 	int family = pick_addr(sel, dst, &idx);
 
-	tenant = tenant < 2 ? tenant : MESH_TENANT_HOST + (tenant - 2);
+	tenant = tenant < 2 ? tenant : tenant == 2 ? MESH_TENANT_HOST : MESH_TENANT_PEER0;
 	if (!(count & 0x80)) {
 		miss(tenant, family, dst, 1 + count % 70);
 		return;

@@ -287,9 +287,8 @@ void mesh_peer_removed(struct wg_device *dev, struct wg_peer *peer)
 	if (!m)
 		return;
 	mesh_dev_locked(m, dev);
-	free(peer->mesh);
-	peer->mesh = NULL;
 	wg_mutex_lock(&m->lock);
+	mesh_peer_free(m, peer);
 	/* The homes of some addresses changed with the membership. */
 	if (m->announce_from)
 		m->announce_again = true;

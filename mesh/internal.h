@@ -52,8 +52,10 @@ enum {
 	LEARN_BURST = 20000,
 	MESH_MAX_LOCS = 1 << 21,    /* records in all */
 	LEARNED_TTL_MS = 300000,    /* a learned location unconfirmed this long is asked again */
-	NOT_HERE_PER_SEC = 500,
+	NOT_HERE_PER_SEC = 500,     /* all NOT_HERE answers */
 	NOT_HERE_BURST = 50,
+	PEER_NOT_HERE_PER_SEC = 100, /* those to one peer */
+	PEER_NOT_HERE_BURST = 20,
 	BUCKETS_MIN = 256,
 };
 
@@ -74,7 +76,10 @@ struct rate {
 /* What the mesh keeps per peer (wg_peer.mesh). */
 struct mesh_peer {
 	struct rate learn;          /* the records its ANNOUNCEs may make */
+	struct rate not_here;       /* the NOT_HERE answers its packets get */
 	unsigned int inbox;         /* its entries waiting in the inbox */
+	uint16_t tenant;            /* its lookups' budget: MESH_TENANT_PEER0 + slot */
+	bool own_slot;              /* the slot is its alone (peer_slots) */
 };
 
 struct mesh {
@@ -115,6 +120,7 @@ struct mesh {
 		struct rate solicit;
 		unsigned int pending;
 	} tenants[MESH_TENANTS];
+	uint64_t peer_slots[MESH_PEER_TENANTS / 64]; /* the peer tenant slots taken */
 #define MESH_COUNTER_FIELD(name) _Atomic uint64_t name;
 	struct {
 		MESH_COUNTERS(MESH_COUNTER_FIELD)
@@ -204,9 +210,13 @@ void mesh_item_holder(struct mesh_item *it, const uint8_t *key, uint64_t seq);
 /* mesh.c, shared with the control plane (control.c). */
 
 /* peer's mesh state, made when missing (NULL: no memory) under the mesh
- * lock; freed by mesh_peer_removed and mesh_free under the device write
- * lock. */
+ * lock; freed by mesh_peer_free and mesh_free under the device write lock
+ * (and the mesh lock). */
 struct mesh_peer *mesh_peer_of(struct mesh *m, struct wg_peer *peer)
+	WG_REQUIRES(m->lock) WG_REQUIRES_SHARED(m->dev->lock);
+void mesh_peer_free(struct mesh *m, struct wg_peer *peer) WG_REQUIRES(m->lock, m->dev->lock);
+/* The tenant of the lookups peer's packets make; false: no memory. */
+bool mesh_peer_tenant(struct mesh *m, struct wg_peer *peer, unsigned int *tenant)
 	WG_REQUIRES(m->lock) WG_REQUIRES_SHARED(m->dev->lock);
 
 /* This host's public key, or NULL. */

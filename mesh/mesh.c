@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "mesh/msg.h"
+#include "pkt/siphash.h"
 #include "port/ports.h"
 #include "mesh/rendezvous.h"
 #include "router/table.h"
@@ -36,11 +37,62 @@
 
 static void rate_init(struct rate *r, unsigned int per_sec, unsigned int burst);
 
+/* A peer tenant slot of its own for mp, else (all taken) one shared by a
+ * keyed hash of the key, which a peer cannot choose its neighbours by. */
+static void peer_slot_take(struct mesh *m, struct mesh_peer *mp, const uint8_t *key)
+	WG_REQUIRES(m->lock)
+{
+	for (size_t w = 0; w < MESH_PEER_TENANTS / 64; w++) {
+		if (m->peer_slots[w] == UINT64_MAX)
+			continue;
+		unsigned int bit = (unsigned int)__builtin_ctzll(~m->peer_slots[w]);
+
+		m->peer_slots[w] |= 1ULL << bit;
+		mp->tenant = (uint16_t)(MESH_TENANT_PEER0 + w * 64 + bit);
+		mp->own_slot = true;
+		return;
+	}
+	mp->tenant = (uint16_t)(MESH_TENANT_PEER0 +
+				siphash(&m->hash_key, key, WG_KEY_LEN, 1, 3) % MESH_PEER_TENANTS);
+}
+
 struct mesh_peer *mesh_peer_of(struct mesh *m, struct wg_peer *peer)
 {
-	if (!peer->mesh && (peer->mesh = calloc(1, sizeof(*peer->mesh))))
-		rate_init(&peer->mesh->learn, LEARN_PER_SEC, LEARN_BURST);
-	return peer->mesh;
+	struct mesh_peer *mp = peer->mesh;
+
+	if (mp || !(mp = calloc(1, sizeof(*mp))))
+		return mp;
+	rate_init(&mp->learn, LEARN_PER_SEC, LEARN_BURST);
+	rate_init(&mp->not_here, PEER_NOT_HERE_PER_SEC, PEER_NOT_HERE_BURST);
+	peer_slot_take(m, mp, peer->public_key);
+	peer->mesh = mp;
+	return mp;
+}
+
+void mesh_peer_free(struct mesh *m, struct wg_peer *peer)
+{
+	struct mesh_peer *mp = peer->mesh;
+	unsigned int slot;
+
+	if (!mp)
+		return;
+	/* Its lookups under way stay counted against the slot until they end
+	 * (tick recounts them): a peer that takes it next starts below. */
+	slot = mp->tenant - MESH_TENANT_PEER0;
+	if (mp->own_slot)
+		m->peer_slots[slot / 64] &= ~(1ULL << (slot % 64));
+	free(mp);
+	peer->mesh = NULL;
+}
+
+bool mesh_peer_tenant(struct mesh *m, struct wg_peer *peer, unsigned int *tenant)
+{
+	struct mesh_peer *mp = mesh_peer_of(m, peer);
+
+	if (!mp)
+		return false;
+	*tenant = mp->tenant;
+	return true;
 }
 
 static void rate_init(struct rate *r, unsigned int per_sec, unsigned int burst)
@@ -810,10 +862,10 @@ void mesh_free(struct wg_device *dev)
 	if (!m)
 		return;
 	mesh_dev_locked(m, dev);
-	for (struct wg_peer *p = dev->peers_head; p; p = p->list_next) {
-		free(p->mesh);
-		p->mesh = NULL;
-	}
+	wg_mutex_lock(&m->lock);
+	for (struct wg_peer *p = dev->peers_head; p; p = p->list_next)
+		mesh_peer_free(m, p);
+	wg_mutex_unlock(&m->lock);
 	for (size_t i = 0; i < m->n_buckets; i++) {
 		while (m->buckets[i]) {
 			struct mesh_loc *l = m->buckets[i];

@@ -103,13 +103,16 @@ int mesh_routes(struct wg_device *dev, struct mesh_route **out, size_t *n, size_
 bool mesh_enabled(const struct wg_device *dev);
 /* Who asks the mesh to find an address: a VM port (its slot), the host
  * (its own packets, and those the mesh released), or a peer (packets that
- * came through the tunnel). Each has its own budget of lookups under way
- * and of solicitations, so one abusive tenant degrades only itself. */
+ * came through the tunnel: each peer has a slot of its own while there are
+ * fewer than MESH_PEER_TENANTS, the later ones share by a keyed hash).
+ * Each has its own budget of lookups under way and of solicitations, so
+ * one abusive tenant degrades only itself. */
 enum {
 	MESH_TENANT_HOST = PORT_MAX,
-	MESH_TENANT_PEERS,
 	MESH_TENANT_UPKEEP, /* the mesh's own re-checks of old records */
-	MESH_TENANTS,
+	MESH_TENANT_PEER0,  /* + a peer's slot */
+	MESH_PEER_TENANTS = 1024,
+	MESH_TENANTS = MESH_TENANT_PEER0 + MESH_PEER_TENANTS,
 };
 
 /* Packets from tenant to dst (family, a mesh address with no location

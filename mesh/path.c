@@ -136,12 +136,15 @@ static enum mesh_verdict check_source(struct wg_device *dev, struct wg_peer *pee
 
 static void hold(struct wg_device *dev, struct wg_peer *peer, int family, const uint8_t *src,
 		 const uint8_t *ip, uint32_t len)
+	WG_REQUIRES_SHARED(dev->lock)
 {
 	struct mesh *m = dev->mesh;
 	struct mesh_loc *l;
+	unsigned int tenant;
 
+	mesh_dev_locked_shared(m, dev);
 	wg_mutex_lock(&m->lock);
-	l = pending(m, family, src, MESH_TENANT_PEERS);
+	l = mesh_peer_tenant(m, peer, &tenant) ? pending(m, family, src, tenant) : NULL;
 	if (l) {
 		enqueue(m, &l->in, ip, len, peer);
 		mesh_count(m, held, 1);
@@ -253,15 +256,20 @@ void mesh_transit(struct wg_device *dev, struct wg_peer *peer, struct rt_hop *ho
 	const uint8_t *dst;
 	int family = frame_ip_destination(ip, len, &dst);
 	struct mesh_item it = { .family = family, .cidr = family == AF_INET ? 32 : 128 };
+	struct mesh_peer *mp;
+	uint64_t now;
 
+	mesh_dev_locked_shared(m, dev);
 	memcpy(it.addr, dst, mesh_addr_len(family));
 	if (l && l->peer && l->peer != peer && frame_ip_forward(ip, len)) {
 		forward(dev, l, ip, len, tx);
 		mesh_item_holder(&it, l->peer->public_key, l->seq);
 	} else if (!l) {
 		/* Where did it go? Forwarded (wrapped) once that is known. */
+		unsigned int tenant;
+
 		wg_mutex_lock(&m->lock);
-		l = pending(m, family, dst, MESH_TENANT_PEERS);
+		l = mesh_peer_tenant(m, peer, &tenant) ? pending(m, family, dst, tenant) : NULL;
 		if (l && frame_ip_forward(ip, len))
 			enqueue(m, &l->out, ip, len, MESH_FORWARDED);
 		wg_mutex_unlock(&m->lock);
@@ -269,7 +277,9 @@ void mesh_transit(struct wg_device *dev, struct wg_peer *peer, struct rt_hop *ho
 		wg_stat_inc(&dev->stats, drop_no_route);
 	}
 	wg_mutex_lock(&m->lock);
-	if (mesh_rate_take(&m->not_here_rate, wg_clock_now())) {
+	mp = mesh_peer_of(m, peer);
+	now = wg_clock_now();
+	if (mp && mesh_rate_take(&mp->not_here, now) && mesh_rate_take(&m->not_here_rate, now)) {
 		mesh_note_add(m, peer->public_key, false, MESH_NOT_HERE, &it);
 		mesh_count(m, not_here_sent, 1);
 	} else {
