@@ -703,6 +703,32 @@ void mesh_kick_worker(struct mesh *m)
 		wg_device_kick(m->dev, 0);
 }
 
+/* No lock held: the table's hashes of host routes grown for what one hold
+ * of the write lock publishes (HANDLE_BATCH routes), copied under the
+ * device lock shared beside the workers, then put in place under the write
+ * lock (lock_grown): an insert under it never rebuilds a hash of 100,000
+ * routes while the workers wait (a tick that publishes more than that
+ * still may). */
+static void grow_ahead(struct mesh *m, struct rt_grow *g[2])
+	WG_EXCLUDES(m->lock, m->dev->lock)
+{
+	wg_rwlock_rdlock(&m->dev->lock);
+	g[0] = rt_grow_prepare(m->dev->allowed_ips, AF_INET, HANDLE_BATCH);
+	g[1] = rt_grow_prepare(m->dev->allowed_ips, AF_INET6, HANDLE_BATCH);
+	wg_rwlock_unlock(&m->dev->lock);
+}
+
+static void lock_grown(struct mesh *m)
+	WG_ACQUIRE(m->dev->lock, m->lock)
+{
+	struct rt_grow *g[2];
+
+	grow_ahead(m, g);
+	mesh_lock(m);
+	rt_grow_commit(m->dev->allowed_ips, g[0]);
+	rt_grow_commit(m->dev->allowed_ips, g[1]);
+}
+
 uint64_t mesh_run(struct mesh *m)
 	WG_EXCLUDES(m->lock, m->dev->lock)
 {
@@ -723,7 +749,7 @@ uint64_t mesh_run(struct mesh *m)
 	mesh_loc_reserve(m, n_in);
 	wg_mutex_unlock(&m->lock);
 	for (size_t i = 0; i < n_in; i += HANDLE_BATCH) {
-		mesh_lock(m);
+		lock_grown(m);
 		for (size_t j = i; j < n_in && j < i + HANDLE_BATCH; j++) {
 			struct wg_peer *from = wg_device_lookup_peer(m->dev, in[j].peer);
 
@@ -737,7 +763,7 @@ uint64_t mesh_run(struct mesh *m)
 		}
 		mesh_unlock(m);
 	}
-	mesh_lock(m);
+	lock_grown(m);
 	m->solicit_due = false;
 	reannounce(m, now);
 	next = tick(m, now);

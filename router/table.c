@@ -189,13 +189,13 @@ static void host_place(struct rt_hosts *h, const uint64_t k[2], void *value)
 	h->slots[i] = (struct rt_host){ { k[0], k[1] }, value };
 }
 
-/* Rebuilds h with cap slots, keeping the entries whose value is not drop. */
-static int hosts_rebuild(struct rt_hosts *h, size_t cap, const void *drop, size_t *dropped)
+/* h's entries whose value is not drop, in a new hash of cap slots. */
+static int hosts_copy(const struct rt_hosts *h, size_t cap, const void *drop, size_t *dropped,
+		      struct rt_hosts *n)
 {
-	struct rt_hosts n = { .mask = cap - 1, .key = h->key };
-
-	n.slots = calloc(cap, sizeof(*n.slots));
-	if (!n.slots)
+	*n = (struct rt_hosts){ .mask = cap - 1, .key = h->key, .changes = h->changes };
+	n->slots = calloc(cap, sizeof(*n->slots));
+	if (!n->slots)
 		return -ENOMEM;
 	for (size_t i = 0; h->slots && i <= h->mask; i++) {
 		const struct rt_host *e = &h->slots[i];
@@ -206,11 +206,22 @@ static int hosts_rebuild(struct rt_hosts *h, size_t cap, const void *drop, size_
 			(*dropped)++;
 			continue;
 		}
-		host_place(&n, e->key, e->value);
-		n.count++;
+		host_place(n, e->key, e->value);
+		n->count++;
 	}
+	return 0;
+}
+
+/* Rebuilds h with cap slots, keeping the entries whose value is not drop. */
+static int hosts_rebuild(struct rt_hosts *h, size_t cap, const void *drop, size_t *dropped)
+{
+	struct rt_hosts n;
+
+	if (hosts_copy(h, cap, drop, dropped, &n))
+		return -ENOMEM;
 	free(h->slots);
 	*h = n;
+	h->changes++;
 	return 0;
 }
 
@@ -222,6 +233,7 @@ static int host_insert(struct rt_hosts *h, const uint64_t k[2], void *value)
 		for (size_t i = host_hash(h, k[0], k[1]); h->slots[i].value; i = (i + 1) & h->mask) {
 			if (h->slots[i].key[0] == k[0] && h->slots[i].key[1] == k[1]) {
 				h->slots[i].value = value;
+				h->changes++;
 				return 0;
 			}
 		}
@@ -231,6 +243,7 @@ static int host_insert(struct rt_hosts *h, const uint64_t k[2], void *value)
 		return -ENOMEM;
 	host_place(h, k, value);
 	h->count++;
+	h->changes++;
 	return 0;
 }
 
@@ -261,6 +274,7 @@ static int host_remove(struct rt_hosts *h, const uint64_t k[2], const void *valu
 	}
 	h->slots[i].value = NULL;
 	h->count--;
+	h->changes++;
 	return 0;
 }
 
@@ -584,7 +598,7 @@ static void family_clear(struct rt_table *t, struct rt_family *f)
 static void hosts_free(struct rt_hosts *h)
 {
 	free(h->slots);
-	*h = (struct rt_hosts){ .key = h->key };
+	*h = (struct rt_hosts){ .key = h->key, .changes = h->changes + 1 };
 }
 
 static int copy_trie(struct rt_table *t, struct rt_family *to, const struct rt_node *n)
@@ -779,6 +793,55 @@ size_t rt_remove_value(struct rt_table *t, const void *value)
 		total += removed;
 	}
 	return total;
+}
+
+struct rt_grow {
+	const struct rt_table *table;
+	int family;
+	struct rt_hosts hosts; /* the table's, in more slots */
+};
+
+struct rt_grow *rt_grow_prepare(const struct rt_table *t, int family, size_t room)
+{
+	const struct rt_family *f = family_of(t, family);
+	size_t cap, want;
+	size_t unused = 0;
+	struct rt_grow *g;
+
+	if (!f)
+		return NULL;
+	cap = f->hosts.slots ? f->hosts.mask + 1 : 0;
+	/* host_insert rebuilds when an entry would fill more than half. */
+	if ((f->hosts.count + room) * 2 <= cap)
+		return NULL;
+	for (want = cap ? cap * 2 : HOSTS_MIN; (f->hosts.count + room) * 2 > want; want *= 2)
+		;
+	g = malloc(sizeof(*g));
+	if (!g)
+		return NULL;
+	g->table = t;
+	g->family = family;
+	if (hosts_copy(&f->hosts, want, NULL, &unused, &g->hosts)) {
+		free(g);
+		return NULL;
+	}
+	return g;
+}
+
+void rt_grow_commit(struct rt_table *t, struct rt_grow *g)
+{
+	struct rt_family *f;
+
+	if (!g)
+		return;
+	f = family_of(t, g->family);
+	if (g->table == t && f->hosts.changes == g->hosts.changes) {
+		free(f->hosts.slots);
+		f->hosts = g->hosts;
+	} else {
+		free(g->hosts.slots);
+	}
+	free(g);
 }
 
 size_t rt_count(const struct rt_table *t)

@@ -40,4 +40,16 @@ typedef void (*rt_walk_fn)(void *ctx, int family, const uint8_t *addr, uint8_t c
 void rt_walk_value(const struct rt_table *t, const void *value, rt_walk_fn fn, void *ctx);
 size_t rt_count(const struct rt_table *t);
 
+/* Growing the hash of host routes (/32, /128) ahead of inserts, so that
+ * no insert rebuilds it while readers wait for the writer:
+ * rt_grow_prepare, with t only read (readers beside it, no writer), copies
+ * its host routes of family into a hash with room for that many more
+ * (NULL: there is room already, or no memory); rt_grow_commit, with t held
+ * exclusively, puts the copy in place if t's host routes of that family
+ * have not changed since, and frees g either way. Lookups see the same
+ * routes before and after. */
+struct rt_grow;
+struct rt_grow *rt_grow_prepare(const struct rt_table *t, int family, size_t room);
+void rt_grow_commit(struct rt_table *t, struct rt_grow *g);
+
 #endif

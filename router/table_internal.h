@@ -45,6 +45,7 @@ struct rt_hosts {
 	size_t mask;              /* slots - 1 (a power of two minus one); 0: none */
 	size_t count;
 	struct siphash_key key;   /* the hash's: random, per table */
+	uint64_t changes;         /* entries added, replaced, removed: for rt_grow_commit */
 };
 
 struct rt_family {

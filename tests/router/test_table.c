@@ -2,6 +2,7 @@
  * (family, prefix, cidr, value) searched by linear scan, under thousands of
  * random inserts, replacements and removals of overlapping prefixes. */
 #include "router/table.h"
+#include "router/table_internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -652,6 +653,97 @@ static void test_fixed(void)
 	rt_table_free(NULL);
 }
 
+/* Host route i of family: 10.(i >> 16).(i >> 8).i or fd00::i. */
+static void host_addr(int family, unsigned int i, uint8_t a[16])
+{
+	memset(a, 0, 16);
+	if (family == AF_INET) {
+		a[0] = 10;
+		a[1] = (uint8_t)(i >> 16);
+		a[2] = (uint8_t)(i >> 8);
+		a[3] = (uint8_t)i;
+	} else {
+		a[0] = 0xfd;
+		a[13] = (uint8_t)(i >> 16);
+		a[14] = (uint8_t)(i >> 8);
+		a[15] = (uint8_t)i;
+	}
+}
+
+static void check_hosts(const struct rt_table *t, int family, unsigned int n, void *v)
+{
+	uint8_t a[16];
+
+	for (unsigned int i = 0; i < n; i++) {
+		host_addr(family, i, a);
+		CHECK(rt_lookup(t, family, a) == v);
+	}
+	host_addr(family, n, a);
+	CHECK(rt_lookup(t, family, a) == NULL);
+}
+
+/* rt_grow_prepare and _commit: a prepared hash takes the routes as they
+ * were and room for more, so the inserts after the commit never rebuild;
+ * a copy of a table that changed since, or of another table, is not put
+ * in place. */
+static void test_grow(void)
+{
+	enum { N = 3000, ROOM = 5000 };
+	struct rt_table *t = rt_table_new(), *other = rt_table_new();
+	void *v = &values[0];
+	struct rt_grow *g;
+	uint8_t a[16];
+
+	CHECK(t && other);
+	for (int fi = 0; fi < 2; fi++) {
+		int family = fi ? AF_INET6 : AF_INET;
+		size_t mask;
+
+		for (unsigned int i = 0; i < N; i++) {
+			host_addr(family, i, a);
+			CHECK(rt_insert(t, family, a, (uint8_t)family_bits(family), v) == 0);
+		}
+		CHECK((g = rt_grow_prepare(t, family, ROOM)));
+		check_hosts(t, family, N, v); /* the copy left t as it was */
+		rt_grow_commit(t, g);
+		mask = t->fam[fi].hosts.mask;
+		CHECK((N + ROOM) * 2 <= mask + 1);
+		check_hosts(t, family, N, v);
+		for (unsigned int i = N; i < N + ROOM; i++) {
+			host_addr(family, i, a);
+			CHECK(rt_insert(t, family, a, (uint8_t)family_bits(family), v) == 0);
+		}
+		CHECK(t->fam[fi].hosts.mask == mask); /* no rebuild */
+		check_hosts(t, family, N + ROOM, v);
+		/* Room enough already: nothing to prepare. */
+		CHECK(!rt_grow_prepare(t, family, 1));
+
+		/* t changed after the copy: the copy is dropped, the change kept. */
+		CHECK((g = rt_grow_prepare(t, family, 4 * (N + ROOM))));
+		host_addr(family, N + ROOM, a);
+		CHECK(rt_insert(t, family, a, (uint8_t)family_bits(family), v) == 0);
+		rt_grow_commit(t, g);
+		CHECK(t->fam[fi].hosts.mask == mask);
+		check_hosts(t, family, N + ROOM + 1, v);
+		CHECK(rt_remove(t, family, a, (uint8_t)family_bits(family), v) == 0);
+		CHECK((g = rt_grow_prepare(t, family, 4 * (N + ROOM))));
+		CHECK(rt_remove_value(t, &values[1]) == 0); /* removes nothing, rebuilds */
+		rt_grow_commit(t, g);
+		CHECK(t->fam[fi].hosts.mask == mask);
+		check_hosts(t, family, N + ROOM, v);
+
+		/* Another table's copy is not put in place. */
+		CHECK((g = rt_grow_prepare(other, family, 10)));
+		rt_grow_commit(t, g);
+		check_hosts(t, family, N + ROOM, v);
+	}
+	CHECK(rt_count(t) == 2 * (N + ROOM));
+	CHECK(!rt_grow_prepare(t, AF_UNIX, 1));
+	rt_grow_commit(t, NULL);
+	rt_table_free(t);
+	rt_table_free(other);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1)
@@ -660,6 +752,7 @@ int main(int argc, char **argv)
 	test_fixed();
 	test_random();
 	test_big();
+	test_grow();
 	printf("test_table: ok\n");
 	return 0;
 }
