@@ -130,6 +130,8 @@ struct mesh {
 
 #define mesh_count(m, name, n) atomic_fetch_add_explicit(&(m)->c.name, (n), memory_order_relaxed)
 
+/* Token buckets (mesh/budget.c): per_sec refills, burst at most. */
+void mesh_rate_init(struct rate *r, unsigned int per_sec, unsigned int burst);
 bool mesh_rate_take(struct rate *r, uint64_t now);
 
 /* The records (mesh/records.c). */
