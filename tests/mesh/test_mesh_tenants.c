@@ -235,6 +235,7 @@ static void test_slots(void)
 	unsigned int seen[N_PEERS];
 
 	wg_rwlock_rdlock(&dev->lock);
+	mesh_dev_locked_shared(dev->mesh, dev);
 	wg_mutex_lock(&dev->mesh->lock);
 	for (int i = 0; i < N_PEERS; i++) {
 		struct wg_peer *p = wg_device_lookup_peer(dev, peer_pub[i]);
