@@ -16,7 +16,18 @@
  *    seals as the peer would, so the inner packet checks are reached.
  * Before every input the keypair slots and replay windows are put back, so an
  * input always takes the same path. The result is checked against a naive
- * model of what must be accepted. */
+ * model of what must be accepted.
+ *
+ * With F_MESH the host mesh is on (unicast, prefixes 172.16.0.0/16 and
+ * fc77::/64, outside the peer's allowed IPs) and the datagram goes where
+ * the workers send it (datapath/rx.c dp_rx_udp): mesh_receive for mesh
+ * messages, forwarded packets and foreign sources (held while looked up),
+ * mesh_transit for an accepted packet to a mesh address. The model: mesh
+ * messages and forwarded packets never reach the TUN (no VM of this host
+ * can be their destination), a source in a mesh prefix is never accepted
+ * (no record names the peer: the mesh thread, which would learn them, does
+ * not run here, as its sends would leave the process). After the input the
+ * mesh is turned off again and what it left for its thread thrown away. */
 #include <endian.h>
 #include <fcntl.h>
 #include <arpa/inet.h>
@@ -28,6 +39,11 @@
 #include <sodium.h>
 
 #include "crypto/aead.h"
+#include "mesh/internal.h"
+#include "mesh/mesh.h"
+#include "mesh/msg.h"
+#include "port/ports.h"
+#include "router/table.h"
 #include "wg/clock.h"
 #include "wg/device.h"
 #include "wg/keypair.h"
@@ -53,6 +69,7 @@ enum {
 	MODE_MASK = 3,
 	F_RESPONDER = 1 << 2, /* use the session where we responded (slot next) */
 	F_SRC_V6 = 1 << 3,
+	F_MESH = 1 << 4,      /* the mesh on, the datagram as the workers take it */
 	/* Sessions are re-installed well before they would expire. */
 	SESSION_REFRESH_SEC = 60,
 };
@@ -68,6 +85,9 @@ static struct {
 	uint64_t installed;
 	union wg_sockaddr src[2];
 	struct wg_tx tx;
+	/* peer->mesh lives in the peer's sodium_malloc'd memory, which
+	 * LeakSanitizer does not scan: kept reachable here. */
+	struct mesh_peer *peer_mesh;
 	bool trace; /* FUZZ_TRACE=1: print each input's result */
 } g;
 
@@ -220,7 +240,77 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	g.tx.emit = tx_free;
 	g.tx.release = tx_free;
 	g.trace = getenv("FUZZ_TRACE") != NULL;
+
+	CHECK(port_table_new(g.dev) == 0 && mesh_new(g.dev, &g.dev->mesh) == 0);
+	wg_rwlock_rdlock(&g.dev->lock);
+	mesh_dev_locked_shared(g.dev->mesh, g.dev);
+	wg_mutex_lock(&g.dev->mesh->lock);
+	g.peer_mesh = mesh_peer_of(g.dev->mesh, g.peer);
+	wg_mutex_unlock(&g.dev->mesh->lock);
+	wg_rwlock_unlock(&g.dev->lock);
+	CHECK(g.peer_mesh);
 	return 0;
+}
+
+static void mesh_mode(enum mesh_mode mode)
+{
+	struct mesh_config cfg = { .mode = mode, .n_prefixes = 2 };
+
+	cfg.prefixes[0] = (struct ip_prefix){ .family = AF_INET, .cidr = 16, .addr = { 172, 16 } };
+	cfg.prefixes[1] = (struct ip_prefix){ .family = AF_INET6, .cidr = 64, .addr = { 0xfc, 0x77 } };
+	CHECK(mesh_set(g.dev, &cfg) == 0);
+}
+
+/* After an input with the mesh on: the mesh off (its records, lookups and
+ * held packets freed), and the inbox and outbox its thread would have
+ * taken emptied, so that every input starts from the same state. */
+static void mesh_reset(void)
+{
+	struct mesh *m = g.dev->mesh;
+	size_t n;
+
+	mesh_mode(MESH_OFF);
+	wg_mutex_lock(&m->lock);
+	free(mesh_take_notes(m, &n));
+	m->n_inbox = 0;
+	g.peer_mesh->inbox = 0;
+	wg_mutex_unlock(&m->lock);
+}
+
+/* What dp_rx_udp does with one datagram when the mesh is on: the length
+ * handed to the TUN (0: dropped, held, or sent on through the mesh). */
+static uint32_t receive_mesh(uint8_t *buf, uint32_t len, const union wg_sockaddr *src,
+			     bool *transit)
+	WG_REQUIRES_SHARED(g.dev->lock)
+{
+	struct wg_rx rx;
+	enum wg_rx_verdict v = wg_receive_open(g.dev, buf, len, src, &g.tx, &rx);
+	struct rt_hop *hop;
+	uint32_t inner;
+
+	if (v == WG_RX_DONE || !mesh_receive(g.dev, &rx, v))
+		return 0;
+	inner = wg_receive_accept(g.dev, &rx);
+	hop = rt_lookup(g.dev->allowed_ips, rx.family, rx.dst);
+	if (hop && (hop->kind == RT_HOP_REMOTE || hop->kind == RT_HOP_MESH)) {
+		mesh_transit(g.dev, rx.peer, hop, buf + WG_PKT_HEADROOM, inner, &g.tx);
+		*transit = true;
+	}
+	return inner;
+}
+
+/* With the mesh on, what never reaches the TUN: a mesh message, a
+ * forwarded packet, a packet from a mesh prefix. */
+static bool mesh_model_drops(const uint8_t *p, size_t len)
+{
+	if (mesh_msg_is_mesh(p, len) || mesh_fwd_unwrap(p, len))
+		return true;
+	if ((p[0] >> 4) == 4 && len >= 20)
+		return p[12] == 172 && p[13] == 16;
+	if ((p[0] >> 4) == 6 && len >= 40)
+		return p[8] == 0xfc && p[9] == 0x77 && !p[10] && !p[11] && !p[12] && !p[13] &&
+		       !p[14] && !p[15];
+	return false;
 }
 
 /* Puts the slots back after an input confirmed the responder's session, and
@@ -284,13 +374,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const uint8_t *plain = NULL;
 	size_t plain_len = 0, len;
 	uint32_t ret, want = 0;
-	bool queued = false;
+	bool queued = false, mesh, transit = false;
 	uint8_t *buf;
 
 	if (!size || size - 1 > WG_MAX_DATAGRAM)
 		return 0;
 	mode = data[0] & MODE_MASK;
 	k = !!(data[0] & F_RESPONDER);
+	mesh = data[0] & F_MESH;
 	data++;
 	size--;
 	prepare(now);
@@ -314,6 +405,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(aead_seal(buf + sizeof(hdr), plain, plain_len, NULL, 0, counter,
 				g.remote_sess[k].send_key));
 		want = inner_model(plain, plain_len, counter);
+		if (want && mesh && mesh_model_drops(plain, plain_len))
+			want = 0;
 	} else {
 		/* An exact-size copy: reading past the datagram trips ASan. */
 		len = size;
@@ -328,17 +421,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		queued = queued_model(buf, len);
 	}
 
+	if (mesh)
+		mesh_mode(MESH_UNICAST);
 	wg_rwlock_rdlock(&g.dev->lock);
-	ret = wg_receive(g.dev, buf, (uint32_t)len, &g.src[!!(data[-1] & F_SRC_V6)], &g.tx);
+	if (mesh)
+		ret = receive_mesh(buf, (uint32_t)len, &g.src[!!(data[-1] & F_SRC_V6)], &transit);
+	else
+		ret = wg_receive(g.dev, buf, (uint32_t)len, &g.src[!!(data[-1] & F_SRC_V6)],
+				 &g.tx);
 	wg_rwlock_unlock(&g.dev->lock);
+	if (mesh)
+		mesh_reset();
 
 	if (g.trace)
-		fprintf(stderr, "mode %#x: len %zu -> %u (model %u), queued %u\n", data[-1], len,
-			ret, want, g.dev->hsq.count);
+		fprintf(stderr, "mode %#x: len %zu -> %u (model %u), queued %u%s\n", data[-1],
+			len, ret, want, g.dev->hsq.count, transit ? ", through the mesh" : "");
 	/* Unsealed bytes never authenticate; sealed ones go exactly where the
 	 * model says, and what reaches the TUN is the plaintext. */
 	CHECK(ret == want);
-	if (ret)
+	if (ret && !transit) /* one sent on has had its TTL counted down */
 		CHECK(!memcmp(buf + sizeof(struct wg_msg_data), plain, ret));
 	pthread_mutex_lock(&g.dev->hsq.lock);
 	CHECK(g.dev->hsq.count == (queued ? 1u : 0u));
