@@ -7,23 +7,29 @@
 #                     (a probe in Y's namespace runs vm add, then pings at once)
 #   moves             X moved between h1 and h2 while Y pings it every 1 ms:
 #                     longest gap between replies, pings lost
+#   isolation         the registrations again while F, another VM on Y's
+#                     host, floods misses to unknown mesh addresses: Y's
+#                     first contacts, and the misses of F's that h3 refused
+#   keyed hash        bench_hosts: lookups beside 100,000 chosen host routes
+#                     against random ones (worst ratio, target within 2x)
 #
 #   bench/mesh.sh [--quick] [--out DIR] [--no-build]
 #
 #   --quick     fewer samples (10 lookups, 5 registrations, 5 moves), homes of
-#               a 10 % sample in bench_mesh: about 40 s (limit 115 s); default
-#               20 / 20 / 20 and all 1 M homes: about 2 min (limit 290 s)
+#               a 10 % sample in bench_mesh: about 60 s (limit 180 s); default
+#               20 / 20 / 20 and all 1 M homes: about 2.5 min (limit 400 s)
 #   --out DIR   where mesh.md, mesh.jsonl and raw/ go (default /tmp/weft-bench-mesh-DATE)
 #   --no-build  use the binaries already in $WEFT_BUILD_DIR (default build/)
 #
 #                 netns wire: bridge br0 (10.203.0.0/24)
 #        +-------------------+-------------------+
 #   weftd h1 (.1)       weftd h2 (.2)        weftd h3 (.3)     tunnel 10.203.9.H
-#     | tap x1            | tap x2 | tap z2    | tap y3
-#     +------ netns vmx --+     netns vmz      netns vmy
-#        fd77:3::10             fd77:3::30     fd77:3::20
-#                               fd77:3::1:N    (pings everything)
-#                               fd77:3::2:N
+#     | tap x1            | tap x2 | tap z2    | tap y3    | tap f3
+#     +------ netns vmx --+     netns vmz      netns vmy   netns vmf
+#        fd77:3::10             fd77:3::30     fd77:3::20  fd77:3::50
+#                               fd77:3::1:N    (pings      (floods misses
+#                               fd77:3::2:N    everything) in the isolation
+#                               fd77:3::3:N                 step)
 # The mesh prefix is fd77:3::/64 (IPv6 only). X has a NIC on h1 and one on
 # h2: a move registers it on the other host and switches its default
 # route, then unregisters it on the old one (as tests/integration/mesh.sh).
@@ -49,7 +55,7 @@ if [[ -z ${BENCH_WRAPPED:-} ]]; then
 	((QUICK)) && args+=(--quick)
 	[[ -n $OUT ]] && args+=(--out "$OUT")
 	((BUILD)) || args+=(--no-build)
-	exec timeout -k 10 "$( ((QUICK)) && echo 115 || echo 290)" bash "$0" "${args[@]}"
+	exec timeout -k 10 "$( ((QUICK)) && echo 180 || echo 400)" bash "$0" "${args[@]}"
 fi
 if ((QUICK)); then LOOKUPS=10 REGS=5 MOVES=5; else LOOKUPS=20 REGS=20 MOVES=20; fi
 MOVE_GAP=0.3 # seconds between two moves
@@ -58,11 +64,12 @@ BUILD_DIR=$ROOT/${WEFT_BUILD_DIR:-build}
 WEFTD=${WEFTD:-$BUILD_DIR/daemon/weftd}
 WEFT=${WEFT:-$BUILD_DIR/cli/weft}
 BENCH_MESH=${BENCH_MESH:-$BUILD_DIR/bench/bench_mesh}
+BENCH_HOSTS=${BENCH_HOSTS:-$BUILD_DIR/bench/bench_hosts}
 RAW=$OUT/raw
 ID=$$
 PREFIX=fd77:3::/64
 ROUTER_LL=fe80::77:65ff:fe66:7401
-X6=fd77:3::10 Y6=fd77:3::20 Z6=fd77:3::30
+X6=fd77:3::10 Y6=fd77:3::20 Z6=fd77:3::30 F6=fd77:3::50
 NAMESPACES=() PIDS=() SOCKS=()
 
 say() { printf '[bench-mesh %s] %s\n' "$(date +%T.%3N)" "$*" >&2; }
@@ -264,16 +271,20 @@ setup() {
 	vm x "$X6"
 	vm y "$Y6"
 	vm z "$Z6"
+	vm f "$F6"
 	nic x 1 52:54:00:03:01:10
 	nic x 2 52:54:00:03:02:10
 	nic y 3 52:54:00:03:03:20
 	nic z 2 52:54:00:03:02:30
+	nic f 3 52:54:00:03:03:50
 	use x 1
 	use y 3
 	use z 2
+	use f 3
 	wft 3 vm add "$TAP_y3" "$Y6" || die "vm add y"
 	wft 1 vm add "$TAP_x1" "$X6" || die "vm add x"
 	wft 2 vm add "$TAP_z2" "$Z6" || die "vm add z"
+	wft 3 vm add "$TAP_f3" "$F6" || die "vm add f"
 	# Every host learns Y (the pinger) before anything is measured.
 	wait_for 10 nsx "$VMX" ping -c1 -W1 "$Y6" || die "X -> Y"
 	wait_for 10 nsx "$VMZ" ping -c1 -W1 "$Y6" || die "Z -> Y"
@@ -371,46 +382,78 @@ discovery() {
 	say "$mode: NS -> NA ${R[$mode.ns_na_ms]} ms over $nd discoveries ($LOOKUPS lookups, $lost first pings lost)"
 }
 
-# registrations MODE: REGS fresh addresses, one at a time: `weft vm add` on
-# h2, and the probe in Y's namespace pings it from the moment that returns;
-# then `weft vm del`.
+# registrations MODE [TAG BLOCK]: REGS fresh addresses fd77:3::BLOCK:i (BLOCK
+# 2 unless given), one at a time: `weft vm add` on h2, and the probe in Y's
+# namespace pings it from the moment that returns; then `weft vm del`. The
+# metrics are named TAG_metric when TAG is given (the isolation step).
 registrations() {
-	local mode=$1 i a pfd ppid lost=0 n
-	mkfifo "$RAW/$mode-probe.in"
+	local mode=$1 tag=${2:-} block=${3:-2} i a pfd ppid lost=0 n f p
+	p=${tag:+${tag}_} f=$RAW/$mode${tag:+-$tag}
+	mkfifo "$f-probe.in"
 	ip netns exec "$VMY" python3 -u "$RAW/probe.py" "$WEFT" "$IF2" "$TAP_z2" \
-		<"$RAW/$mode-probe.in" >"$RAW/$mode-probe.out" 2>"$RAW/$mode-probe.err" &
+		<"$f-probe.in" >"$f-probe.out" 2>"$f-probe.err" &
 	ppid=$!
 	PIDS+=("$ppid")
-	exec {pfd}>"$RAW/$mode-probe.in"
-	wait_for 10 grep -q ready "$RAW/$mode-probe.out" || die "the probe did not start: $(cat "$RAW/$mode-probe.err")"
+	exec {pfd}>"$f-probe.in"
+	wait_for 10 grep -q ready "$f-probe.out" || die "the probe did not start: $(cat "$f-probe.err")"
 	for ((i = 1; i <= REGS; i++)); do
-		a=fd77:3::2:$i
+		a=fd77:3::$block:$i
 		ip -n "$VMZ" addr add "$a/128" dev lo
 		sleep 0.05
 		printf '%s\n' "$a" >&"$pfd"
-		wait_for 5 lines_ge "$RAW/$mode-probe.out" $((i + 1)) || die "no probe result for $a"
+		wait_for 5 lines_ge "$f-probe.out" $((i + 1)) || die "no probe result for $a"
 		# A port takes 8 IPv6 host addresses: each goes after its turn.
 		wft 2 vm del "$a" || die "vm del $a"
 	done
 	exec {pfd}>&-
 	wait "$ppid" 2>/dev/null
-	rm -f "$RAW/$mode-probe.in"
-	tail -n +2 "$RAW/$mode-probe.out" >"$RAW/$mode-registrations.jsonl"
-	jq -r '.error // empty' "$RAW/$mode-registrations.jsonl" | while read -r l; do say "probe: $l"; done
-	jq -r '.reach_ms // empty' "$RAW/$mode-registrations.jsonl" >"$RAW/$mode-reach"
-	jq -r '.steady_rtt_ms // empty' "$RAW/$mode-registrations.jsonl" >"$RAW/$mode-steady"
-	lost=$(jq -s '[.[] | select(.first_lost)] | length' "$RAW/$mode-registrations.jsonl")
-	put "$mode" first_overtaken "$(jq -s '[.[] | select((.first_lost | not) and .first_reply_seq != 0)] | length' "$RAW/$mode-registrations.jsonl")" n
-	n=$(wc -l <"$RAW/$mode-reach")
-	read -r "R[$mode.reach_med]" "R[$mode.reach_min]" "R[$mode.reach_max]" <<<"$(stats "$RAW/$mode-reach")"
-	put "$mode" reach_ms "${R[$mode.reach_med]}" ms
-	put "$mode" reach_min_ms "${R[$mode.reach_min]}" ms
-	put "$mode" reach_max_ms "${R[$mode.reach_max]}" ms
-	put "$mode" steady_rtt_ms "$(stats "$RAW/$mode-steady" | cut -d' ' -f1)" ms
-	put "$mode" registrations "$REGS" n
-	put "$mode" registrations_reached "$n" n
-	put "$mode" first_contact_lost "$lost" n
-	say "$mode: reachable ${R[$mode.reach_med]} ms after vm add (median of $n), first echo lost $lost of $REGS"
+	rm -f "$f-probe.in"
+	tail -n +2 "$f-probe.out" >"$f-registrations.jsonl"
+	jq -r '.error // empty' "$f-registrations.jsonl" | while read -r l; do say "probe: $l"; done
+	jq -r '.reach_ms // empty' "$f-registrations.jsonl" >"$f-reach"
+	jq -r '.steady_rtt_ms // empty' "$f-registrations.jsonl" >"$f-steady"
+	lost=$(jq -s '[.[] | select(.first_lost)] | length' "$f-registrations.jsonl")
+	put "$mode" "${p}first_overtaken" "$(jq -s '[.[] | select((.first_lost | not) and .first_reply_seq != 0)] | length' "$f-registrations.jsonl")" n
+	n=$(wc -l <"$f-reach")
+	read -r "R[$mode.${p}reach_med]" "R[$mode.${p}reach_min]" "R[$mode.${p}reach_max]" <<<"$(stats "$f-reach")"
+	put "$mode" "${p}reach_ms" "${R[$mode.${p}reach_med]}" ms
+	put "$mode" "${p}reach_min_ms" "${R[$mode.${p}reach_min]}" ms
+	put "$mode" "${p}reach_max_ms" "${R[$mode.${p}reach_max]}" ms
+	put "$mode" "${p}steady_rtt_ms" "$(stats "$f-steady" | cut -d' ' -f1)" ms
+	put "$mode" "${p}registrations" "$REGS" n
+	put "$mode" "${p}registrations_reached" "$n" n
+	put "$mode" "${p}first_contact_lost" "$lost" n
+	say "$mode${tag:+ ($tag)}: reachable ${R[$mode.${p}reach_med]} ms after vm add (median of $n), first echo lost $lost of $REGS"
+}
+
+# isolation MODE: the registrations again (block 3) while F, on Y's host
+# h3, sends UDP as fast as it can to random unknown addresses of the mesh
+# prefix: each is a miss of F's tenant, which h3 refuses past its budget
+# (tenant_limited); Y's first contacts must not be among the refused.
+isolation() {
+	local mode=$1 fpid c0 c1
+	c0=$(counters 3)
+	ip netns exec "$VMF" python3 -c '
+import random, socket, time
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+while True:
+	try:
+		s.sendto(b"x", ("fd77:3::ffff:%x:%x" % (random.randint(0, 65535), random.randint(1, 65535)), 9))
+	except OSError:
+		time.sleep(0.001)' >"$RAW/$mode-flood.err" 2>&1 &
+	fpid=$!
+	PIDS+=("$fpid")
+	wait_for 10 flood_limited "$c0" || say "$mode: F's flood was not limited within 10 s"
+	registrations "$mode" flood 3
+	kill "$fpid" 2>/dev/null
+	wait "$fpid" 2>/dev/null
+	c1=$(counters 3)
+	put "$mode" flood_tenant_limited "$(counter_delta "$c0" "$c1" tenant_limited)" n
+	put "$mode" flood_lookups "$(counter_delta "$c0" "$c1" lookups)" n
+	say "$mode: under F's flood h3 refused ${R[$mode.flood_tenant_limited]} misses and made ${R[$mode.flood_lookups]} lookups"
+}
+flood_limited() {
+	(($(counter_delta "$1" "$(counters 3)" tenant_limited) > 0))
 }
 
 # moves MODE: Y pings X every 1 ms (ping -D: reply times); MOVES moves,
@@ -512,6 +555,7 @@ for MODE in unicast multicast; do
 	setup "$MODE"
 	discovery "$MODE"
 	registrations "$MODE"
+	isolation "$MODE"
 	moves "$MODE"
 	for h in 1 2 3; do counters "$h" >"$RAW/$MODE-h$h-counters"; done
 	cleanup
@@ -521,6 +565,10 @@ SCALE_ARGS=()
 ((QUICK)) && SCALE_ARGS+=(--quick)
 "$BENCH_MESH" "${SCALE_ARGS[@]}" >"$RAW/bench_mesh.out" 2>"$RAW/bench_mesh.err" || say "bench_mesh failed: $(tail -3 "$RAW/bench_mesh.err")"
 grep '^{' "$RAW/bench_mesh.out" >>"$OUT/mesh.jsonl"
+say "bench_hosts: lookups beside 100,000 chosen host routes"
+"$BENCH_HOSTS" 100000 >"$RAW/bench_hosts.out" 2>"$RAW/bench_hosts.err" || say "bench_hosts failed: $(tail -3 "$RAW/bench_hosts.err")"
+HOSTS_WORST=$(sed -n 's/^worst ratio over the chosen sets: \([0-9.]*\)x.*/\1/p' "$RAW/bench_hosts.out")
+put all keyed_hash_worst_ratio "${HOSTS_WORST:-null}" x
 
 # row LABEL FORMAT-KEY...: one table row with the value of each mode.
 v() { echo "${R[$1.$2]:-n/a}"; }
@@ -533,10 +581,13 @@ v() { echo "${R[$1.$2]:-n/a}"; }
 	echo "| for comparison: RTT of echoes to it once known (median) | $(v unicast steady_rtt_ms) ms | $(v multicast steady_rtt_ms) ms |"
 	echo "| first echo lost after registration | $(v unicast first_contact_lost) of $REGS | $(v multicast first_contact_lost) of $REGS |"
 	echo "| first echo overtaken by the second (it waited in the mesh queue) | $(v unicast first_overtaken) of $REGS | $(v multicast first_overtaken) of $REGS |"
+	echo "| per-tenant isolation: the same while F (another VM on Y's host) floods misses: first echo lost; reach median [min-max]; F's misses h3 refused | $(v unicast flood_first_contact_lost) of $REGS; $(v unicast flood_reach_med) [$(v unicast flood_reach_min)-$(v unicast flood_reach_max)] ms; $(v unicast flood_tenant_limited) | $(v multicast flood_first_contact_lost) of $REGS; $(v multicast flood_reach_med) [$(v multicast flood_reach_min)-$(v multicast flood_reach_max)] ms; $(v multicast flood_tenant_limited) |"
 	echo "| move time at 1 ms pings: longest reply gap from vm add to +250 ms, median [min-max] of $MOVES | $(v unicast gap_med) [$(v unicast gap_min)-$(v unicast gap_max)] ms | $(v multicast gap_med) [$(v multicast gap_min)-$(v multicast gap_max)] ms |"
 	echo "| move: highest RTT of an echo sent from vm add to +250 ms | $(v unicast move_rtt_max_ms) ms | $(v multicast move_rtt_max_ms) ms |"
 	echo "| pings lost during the moves (to the last one answered) | $(v unicast move_pings_lost) of $(v unicast move_pings_sent) | $(v multicast move_pings_lost) of $(v multicast move_pings_sent) |"
 	echo "| no move (baseline): longest reply gap in 270 ms windows of the quiet second before, median [max] | $(v unicast base_med) [$(v unicast base_max)] ms, $(v unicast baseline_lost) lost | $(v multicast base_med) [$(v multicast base_max)] ms, $(v multicast baseline_lost) lost |"
+	echo
+	echo "keyed hash (bench_hosts 100000): lookups beside 100,000 chosen host routes against 100,000 random ones, worst ratio over the chosen sets: ${HOSTS_WORST:-n/a}x (target: within 2x)"
 	echo
 	grep '^|' "$RAW/bench_mesh.out"
 } | tee "$OUT/mesh.md"
