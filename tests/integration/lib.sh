@@ -453,6 +453,25 @@ ping_within() {
 	ip netns exec "$ns" ping -n -q -c "$count" -i 0.2 -w "$secs" "$@" "$dst" >>"$WORK/ping.log" 2>&1
 }
 
+# reach_report NS DST LABEL: pings DST from NS every 10 ms until the first
+# reply (HANG_SECS at most), and logs the time to reachability (from the
+# first echo sent to the first reply: 10 ms per unanswered echo before it,
+# plus its round trip) and how many echoes were lost before it. Reported,
+# never judged: a slow machine only makes it longer. False when no reply.
+reach_report() {
+	local ns=$1 dst=$2 label=$3 out
+	out=$(ip netns exec "$ns" ping -n -c 1 -i 0.01 -w "$HANG_SECS" "$dst" 2>&1)
+	local rc=$?
+	printf '%s\n' "$out" >>"$WORK/ping.log"
+	((rc == 0)) || return 1
+	log "$label: $(awk -v dst="$dst" '
+		/icmp_seq=/ { split($0, a, "icmp_seq="); seq = a[2] + 0
+			      split($0, b, "time="); rtt = b[2] + 0 }
+		/packets transmitted/ { sent = $1 }
+		END { printf "%s reachable %.1f ms after the first echo; %d echoes sent, %d lost before the first reply",
+			     dst, (seq - 1) * 10 + rtt, sent, seq - 1 }' <<<"$out")"
+}
+
 # ping_none NS DST COUNT [ping args...]: true when no reply came back. (A
 # negative check needs a window; a slow machine can only make it pass, never
 # fail, so the window is no verdict on speed.)

@@ -22,7 +22,13 @@
 #     and -p start that way), the peers afterwards (wg set);
 #  2. h2 restarts (its home records are gone) and gets its configuration
 #     and its VM again: Y reaches X with h1 left untouched;
-#  3. VM Z on h2 floods misses (UDP to thousands of unknown mesh
+#  3. late peer: h2 drops h1 and adds it again (a peer that joins late, or
+#     comes back): the handshake after the gap makes h1 announce X again;
+#  4. reload: h1 (started with a ports file holding X's tap, as
+#     weftd@.service runs it) re-reads it on SIGHUP after weft vm gave the
+#     port X's addresses: the tap stays in X's namespace, Y's pings every
+#     10 ms go on, none lost;
+#  5. VM Z on h2 floods misses (UDP to thousands of unknown mesh
 #     addresses) while X gets a new address on h1: Y's first packet to it
 #     arrives, and Z's misses were limited (tenant_limited).
 . "$(dirname "$0")/lib.sh"
@@ -68,11 +74,23 @@ n=$(pick 10 1) X4=10.82.0.$n X6=fd81:1::$n
 n=$(pick 100 0) Y4=10.82.0.$n Y6=fd81:1::$n
 log "X is $X4 $X6 (home h2), Y is $Y4 $Y6 (home h1)"
 
+# h1's ports file: X's tap, no addresses (weft vm registers them).
+cat >"$WORK/ports-h1.conf" <<EOF
+[Port]
+Name = t${RUN_ID}x1
+Type = tap
+MAC = 52:54:00:81:01:10
+MTU = 1380
+EOF
+
 # host H: weftd on hH with its key and listen port, its link up, and the
-# mesh on; no peers yet.
+# mesh on; no peers yet. h1 runs with its ports file.
 host() {
 	local h=$1 ns=NS$1 ifn=IF$1 key=KEY_h$1
+	DAEMON_ARGS=()
+	((h == 1)) && DAEMON_ARGS=(--ports "$WORK/ports-h1.conf")
 	start_daemon weftd "${!ns}" "${!ifn}" WEFT_TEST_MESH_REFRESH=0
+	DAEMON_ARGS=()
 	nswg "${!ns}" set "${!ifn}" listen-port $((51840 + h)) private-key "${!key}"
 	link_up "${!ns}" "${!ifn}" "10.81.0.$h/24" "fd00:81::$h/64"
 	weft -i "${!ifn}" mesh set mode unicast prefix fd81:1::/64 prefix 10.82.0.0/16 ||
@@ -84,9 +102,9 @@ peer() {
 	nswg "${!ns}" set "${!ifn}" peer "${!pub}" allowed-ips "10.81.0.$2/32,fd00:81::$2/128" \
 		endpoint "192.168.81.$2:$((51840 + $2))" persistent-keepalive 25
 }
-# nic TAG H MAC V6 V4: VM TAG's namespace (made once) gets a tap NIC on hH,
-# its default routes through it; the port is registered with the VM's
-# addresses.
+# nic TAG H MAC V6 V4: VM TAG's namespace (made once) gets a tap NIC on hH
+# (added unless it is h1's, which its ports file made), its default routes
+# through it; the port is registered with the VM's addresses.
 nic() {
 	local tag=$1 tap=t${RUN_ID}$1$2 ns ifn=IF$2 hns=NS$2
 	ns=$(ns_name "vm$tag")
@@ -95,7 +113,11 @@ nic() {
 		ip -n "$ns" addr add "$4/128" dev lo
 		ip -n "$ns" addr add "$5/32" dev lo
 	fi
-	weft -i "${!ifn}" port add "$tap" tap mac "$3" mtu 1380 || fail "port add $tap: $ERR"
+	if (($2 == 1)); then
+		wait_for "$HANG_SECS" ip -n "${!hns}" link show "$tap" || fail "h1's ports file made no $tap"
+	else
+		weft -i "${!ifn}" port add "$tap" tap mac "$3" mtu 1380 || fail "port add $tap: $ERR"
+	fi
 	ip -n "${!hns}" link set "$tap" netns "$ns" || fail "moving $tap into $ns"
 	ip -n "$ns" link set "$tap" address "$3" mtu 1380
 	ip netns exec "$ns" sysctl -qw "net.ipv6.conf.$tap.accept_ra=0"
@@ -114,13 +136,11 @@ counter() {
 	echo "$v"
 }
 counter_above() { (($(counter "$1" "$2") > $3)); }
-# reach WHAT: Y pings X until a reply (hang guard), and logs how long it took.
+# reach WHAT: Y pings X every 10 ms until a reply (hang guard), and logs how
+# long it took and the echoes lost before it.
 reach() {
-	local t0
-	t0=$(now_ms)
-	ping_within "$VMY" "$X4" 1 "$HANG_SECS" || fail "$1: Y never reached X (IPv4)"
-	ping_within "$VMY" "$X6" 1 "$HANG_SECS" || fail "$1: Y never reached X (IPv6)"
-	log "$1: Y reached X after $(($(now_ms) - t0)) ms"
+	reach_report "$VMY" "$X4" "$1" || fail "$1: Y never reached X (IPv4)"
+	reach_report "$VMY" "$X6" "$1" || fail "$1: Y never reached X (IPv6)"
 }
 
 step "systemd order: mesh and VMs first, peers afterwards"
@@ -141,6 +161,41 @@ host 2
 peer 2 1
 nic y 2 52:54:00:81:02:20 "$Y6" "$Y4"
 reach "after h2's restart"
+
+step "late peer: h2 drops h1 and takes it back; the handshake after the gap makes h1 announce X again"
+# X's home is h2, which solicits nobody for it: without h1's announcement
+# (no periodic refresh here) h2 would never learn X again.
+nswg "$NS2" set "$IF2" peer "$PUB_h1" remove
+peer 2 1
+reach "after h2 took h1 back"
+
+step "reload: h1 re-reads its ports file after weft vm registered X: X keeps its NIC, no ping lost"
+TAPX=t${RUN_ID}x1
+idx0=$(ip -n "$VMX" -o link show "$TAPX" | cut -d: -f1)
+ip netns exec "$VMY" ping -n -i 0.01 -W 2 -w "$HANG_SECS" "$X6" >"$WORK/reload-ping.log" 2>&1 &
+PING_PID=$!
+BG_PIDS+=("$PING_PID")
+replies() { grep -c 'bytes from' "$WORK/reload-ping.log"; }
+replies_ge() { (($(replies) >= $1)); }
+wait_for "$HANG_SECS" replies_ge 10 || fail "Y's pings to X got no replies before the reload"
+kill -HUP "${DAEMON_PID[$IF1]}"
+# weftd logs this on a reload that finds the port's addresses changed by weft vm.
+wait_for "$HANG_SECS" grep -q "port $TAPX keeps its registered addresses" "${DAEMON_LOG[$IF1]}" ||
+	fail "h1 did not reload its ports file"
+n=$(replies)
+wait_for "$HANG_SECS" replies_ge $((n + 50)) || fail "Y's pings to X stopped after the reload"
+kill -INT "$PING_PID"
+wait "$PING_PID" || true
+# Lost: a sequence number missing before the last answered one.
+read -r sent got < <(awk -F'icmp_seq=' '/bytes from/ { split($2, a, " "); q = a[1] + 0
+	if (q > m) m = q; if (!s[q]++) n++ } END { print m + 0, n + 0 }' "$WORK/reload-ping.log")
+log "reload: $((sent - got)) of $sent pings lost (every 10 ms, across the reload)"
+((got == sent)) || fail "$((sent - got)) of $sent pings to X lost across h1's reload"
+idx1=$(ip -n "$VMX" -o link show "$TAPX" 2>/dev/null | cut -d: -f1)
+[[ -n $idx1 && $idx1 == "$idx0" ]] || fail "the reload took X's NIC away (ifindex $idx0 -> ${idx1:-gone})"
+if grep -q "ports file .*: \(replaced\|removed\) port $TAPX" "${DAEMON_LOG[$IF1]}"; then
+	fail "the reload replaced or removed X's port: $(grep "port $TAPX" "${DAEMON_LOG[$IF1]}")"
+fi
 
 step "a VM that floods misses does not starve another VM's first contact"
 n=$(pick 40 0) X24=10.82.0.$n
