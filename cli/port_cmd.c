@@ -35,8 +35,10 @@ static const char port_usage_text[] =
 	"      --json: every field and counter.\n"
 	"load  adds the ports of FILE ([Port] sections, see docs/cli.md) that are\n"
 	"      missing, replaces (removes and adds) those that differ, and with\n"
-	"      --prune removes the ports FILE does not list. Running it twice changes\n"
-	"      nothing the second time. --dry-run prints the plan only.\n";
+	"      --prune removes the ports FILE does not list. A port that exists keeps\n"
+	"      the addresses weft vm gave it: FILE's apply when it creates one.\n"
+	"      Running it twice changes nothing the second time. --dry-run prints\n"
+	"      the plan only.\n";
 
 /* ---- port add / del ---------------------------------------------------- */
 
@@ -316,6 +318,10 @@ static int cmd_port_load(int argc, char **argv)
 	ret = cli_fetch_ports(&have, &n_have, "port load");
 	if (ret)
 		goto out;
+	for (size_t j = 0; j < n_want; j++)
+		if (port_text_keep_registered(&want[j], have, n_have))
+			printf("%s keeps its registered addresses (weft vm changes them)\n",
+			       want[j].name);
 	if ((ret = port_text_plan(want, n_want, have, n_have, prune, &steps, &n_steps, &why))) {
 		ret = cli_fail("port load: %s: %s", strerror(-ret), why);
 		goto out;

@@ -50,31 +50,17 @@ static int read_whole(const char *path, char **text, size_t *len)
 	return err;
 }
 
-/* Addresses of a port that exists belong to VM registration (weft vm add,
- * del, sync), not to the file, which gave only the first ones: a wanted
- * port that is already there takes the addresses it has now, so a reload
- * never replaces a port, nor changes its addresses, for them. */
+/* A wanted port that is already there keeps the addresses VM registration
+ * gave it (port_text_keep_registered): a reload never replaces a port, nor
+ * changes its addresses, for them. */
 static void keep_registered(const char *path, struct port_config *want, size_t n_want,
 			    const struct port_info *have, size_t n_have)
 {
-	for (size_t j = 0; j < n_want; j++) {
-		for (size_t i = 0; i < n_have; i++) {
-			const struct port_config *h = &have[i].cfg;
-			bool same = want[j].n_addrs == h->n_addrs;
-
-			if (strncmp(want[j].name, h->name, PORT_NAME_MAX))
-				continue;
-			for (size_t k = 0; same && k < h->n_addrs; k++)
-				same = ip_prefix_listed(want[j].addrs, want[j].n_addrs, &h->addrs[k]);
-			if (!same)
-				log_info("ports file %s: port %s keeps its registered addresses "
-					 "(weft vm changes them; the file's apply when it creates a port)",
-					 path, h->name);
-			memcpy(want[j].addrs, h->addrs, sizeof(want[j].addrs));
-			want[j].n_addrs = have[i].cfg.n_addrs;
-			break;
-		}
-	}
+	for (size_t j = 0; j < n_want; j++)
+		if (port_text_keep_registered(&want[j], have, n_have))
+			log_info("ports file %s: port %s keeps its registered addresses "
+				 "(weft vm changes them; the file's apply when it creates a port)",
+				 path, want[j].name);
 }
 
 int ports_file_apply(struct ports_file *pf, struct wg_device *dev, char *summary,

@@ -69,6 +69,24 @@ static const struct port_config *find_wanted(const struct port_config *want, siz
 	return NULL;
 }
 
+bool port_text_keep_registered(struct port_config *want, const struct port_info *have,
+			       size_t n_have)
+{
+	for (size_t i = 0; i < n_have; i++) {
+		const struct port_config *h = &have[i].cfg;
+		bool same = want->n_addrs == h->n_addrs;
+
+		if (strncmp(want->name, h->name, PORT_NAME_MAX))
+			continue;
+		for (size_t k = 0; same && k < h->n_addrs; k++)
+			same = ip_prefix_listed(want->addrs, want->n_addrs, &h->addrs[k]);
+		memcpy(want->addrs, h->addrs, sizeof(want->addrs));
+		want->n_addrs = h->n_addrs;
+		return !same;
+	}
+	return false;
+}
+
 int port_text_plan(const struct port_config *want, size_t n_want, const struct port_info *have,
 		   size_t n_have, bool prune, struct port_step **steps, size_t *n_steps,
 		   const char **why)

@@ -91,6 +91,15 @@ int port_text_plan(const struct port_config *want, size_t n_want, const struct p
 		   size_t n_have, bool prune, struct port_step **steps, size_t *n_steps,
 		   const char **why);
 
+/* The addresses of a port that exists belong to VM registration (weft vm
+ * add, del, sync), not to a ports file, which gives only the first ones:
+ * want, when have lists a port of its name, takes that port's addresses.
+ * True when they differed from want's (then say so), false when they were
+ * the same or the port is new. The daemon's reload and `weft port load`
+ * both apply it before port_text_plan. */
+bool port_text_keep_registered(struct port_config *want, const struct port_info *have,
+			       size_t n_have);
+
 /* The counters of struct port_info as the port-list reply names them
  * ("rx_packets", ..., "drop_<reason>", "ndp_replies", "ndp_drops"), in
  * that order: a uint64_t at offset in struct port_info each. */

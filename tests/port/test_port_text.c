@@ -765,6 +765,28 @@ static void test_plan(void)
 	free(steps);
 }
 
+/* A port that exists keeps the addresses it has; a new one the file's. */
+static void test_keep_registered(void)
+{
+	struct port_info have = { 0 };
+	struct port_config w, fresh;
+	const char *why = NULL;
+
+	CHECK(parse_req("name=vm1\ntype=tap\nmac=52:54:00:00:00:01\naddress=10.0.0.2\n"
+			"address=fd00::2\n", &have.cfg, &why) == 0);
+	CHECK(parse_req("name=vm1\ntype=tap\nmac=52:54:00:00:00:01\naddress=10.0.0.9\n", &w,
+			&why) == 0);
+	CHECK(port_text_keep_registered(&w, &have, 1));
+	CHECK(w.n_addrs == 2 && port_text_same_config(&w, &have.cfg));
+	/* Again: the addresses are the same now, nothing to say. */
+	CHECK(!port_text_keep_registered(&w, &have, 1) && w.n_addrs == 2);
+	CHECK(parse_req("name=vm2\ntype=tap\nmac=52:54:00:00:00:02\naddress=10.0.0.3\n", &fresh,
+			&why) == 0);
+	CHECK(!port_text_keep_registered(&fresh, &have, 1));
+	CHECK(fresh.n_addrs == 1 && fresh.addrs[0].family == AF_INET && fresh.addrs[0].addr[3] == 3);
+	CHECK(!port_text_keep_registered(&fresh, NULL, 0));
+}
+
 int main(void)
 {
 	test_request_every_key();
@@ -777,6 +799,7 @@ int main(void)
 	test_file_errors();
 	test_same_config();
 	test_plan();
+	test_keep_registered();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;
