@@ -19,6 +19,7 @@
 # arrives; 20 moves while VM Y pings X every 10 ms lose nothing; a host
 # that no longer holds X answers NOT_HERE and the sender stops using it.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/mesh_lib.sh"
 MODE=${MESH_MODE:-unicast}
 lib_init "$@"
 need_cmd jq
@@ -26,27 +27,11 @@ is_weftd "$IMPL_A" && is_weftd "$IMPL_B" || skip "the mesh is weftd's"
 need_weft
 [[ $MODE == unicast || $MODE == multicast ]] || fail "mode must be unicast or multicast"
 
-ROUTER_LL=fe80::77:65ff:fe66:7401
-GW4=169.254.1.1
 X6=fd77:1::10 X4=10.78.0.10
 Y6=fd77:1::20 Y4=10.78.0.20
 Z6=fd77:1::30 Z4=10.78.0.30
 
-new_ns wire
-WIRE=$(ns_name wire)
-ip -n "$WIRE" link add br0 type bridge
-ip -n "$WIRE" link set br0 up
-for h in 1 2 3; do
-	new_ns "h$h"
-	ns=$(ns_name "h$h")
-	printf -v "NS$h" '%s' "$ns"
-	printf -v "IF$h" '%s' "$(ifname "$h")"
-	ip -n "$WIRE" link add "w$h" type veth peer name eth0 netns "$ns"
-	ip -n "$WIRE" link set "w$h" master br0 up
-	ip -n "$ns" addr add "192.168.77.$h/24" dev eth0
-	ip -n "$ns" link set eth0 up
-	genkeys "h$h"
-done
+mesh_wire 3 192.168.77
 for h in 1 2 3; do
 	ns=NS$h ifn=IF$h
 	start_daemon weftd "${!ns}" "${!ifn}"
@@ -67,51 +52,17 @@ for h in 1 2 3; do
 		fail "weft mesh set on h$h: $ERR"
 done
 
-# nic VMTAG HOST MAC: a tap port on HOST (no addresses yet), its netdev
-# moved into the VM's namespace, no RA (routes are set by hand: a VM with
-# two NICs chooses).
-nic() {
-	local vm=$1 h=$2 mac=$3 tap=t${RUN_ID}$1$2 ns ifn hns
-	ns=$(ns_name "vm$vm") ifn=IF$h hns=NS$h
-	weft -i "${!ifn}" port add "$tap" tap mac "$mac" mtu 1380 || fail "port add $tap: $ERR"
-	ip -n "${!hns}" link set "$tap" netns "$ns" || fail "moving $tap into $ns"
-	ip -n "$ns" link set "$tap" address "$mac" mtu 1380
-	ip netns exec "$ns" sysctl -qw "net.ipv6.conf.$tap.accept_ra=0"
-	ip -n "$ns" link set "$tap" up
-	printf -v "TAP_$vm$h" '%s' "$tap"
-}
-# vm TAG V6 V4: a namespace whose addresses sit on lo, so that any NIC takes them.
-vm() {
-	new_ns "vm$1"
-	ip -n "$(ns_name "vm$1")" addr add "$2/128" dev lo
-	ip -n "$(ns_name "vm$1")" addr add "$3/32" dev lo
-}
-# use VMTAG HOST: the VM's default routes go out through its NIC on HOST.
-use() {
-	local ns tap=TAP_$1$2 v4=$3
-	ns=$(ns_name "vm$1")
-	ip -n "$ns" -6 route replace default via "$ROUTER_LL" dev "${!tap}"
-	ip -n "$ns" route replace "$GW4" dev "${!tap}"
-	ip -n "$ns" route replace default via "$GW4" dev "${!tap}" src "$v4"
-}
-vm x "$X6" "$X4"
-vm y "$Y6" "$Y4"
-vm z "$Z6" "$Z4"
+mesh_vm x "$X6" "$X4"
+mesh_vm y "$Y6" "$Y4"
+mesh_vm z "$Z6" "$Z4"
 VMX=$(ns_name vmx) VMY=$(ns_name vmy) VMZ=$(ns_name vmz)
-nic x 1 52:54:00:77:01:10
-nic x 2 52:54:00:77:02:10
-nic y 3 52:54:00:77:03:20
-nic z 2 52:54:00:77:02:30
-use x 1 "$X4"
-use y 3 "$Y4"
-use z 2 "$Z4"
-
-# mesh_counter HOST KEY: one counter of `weft mesh show --json`.
-mesh_counter() {
-	local ifn=IF$1
-	weft -i "${!ifn}" mesh show --json || fail "weft mesh show: $ERR"
-	jq -r --arg k "$2" '.counters[$k] // .[$k]' <<<"$OUT"
-}
+mesh_nic x 1 52:54:00:77:01:10
+mesh_nic x 2 52:54:00:77:02:10
+mesh_nic y 3 52:54:00:77:03:20
+mesh_nic z 2 52:54:00:77:02:30
+mesh_use x 1 "$X4"
+mesh_use y 3 "$Y4"
+mesh_use z 2 "$Z4"
 
 step "the tunnels are up"
 for h in 1 2 3; do
@@ -151,7 +102,7 @@ for i in $(seq 1 20); do
 	to=$((3 - at))
 	ifto=IF$to ifat=IF$at tapto=TAP_x$to tapat=TAP_x$at
 	weft -i "${!ifto}" vm add "${!tapto}" "$X6" "$X4" || fail "move $i: vm add on h$to: $ERR"
-	use x "$to" "$X4"
+	mesh_use x "$to" "$X4"
 	weft -i "${!ifat}" vm del "$X6" "$X4" || fail "move $i: vm del on h$at: $ERR"
 	at=$to
 	sleep 0.3
@@ -202,7 +153,7 @@ stale=$(jq -r --arg a "$X6/128" '[.routes[]? | select(.address == $a and (.negat
 
 step "X registered again on h2 is reachable again"
 weft -i "$IF2" vm add "$TAP_x2" "$X6" "$X4" || fail "vm add x on h2: $ERR"
-use x 2 "$X4"
+mesh_use x 2 "$X4"
 ping_within "$VMY" "$X6" 2 5 || fail "Y -> X after re-registration"
 
 show_all

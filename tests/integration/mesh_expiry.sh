@@ -13,6 +13,7 @@
 # as expired, gone from its routes). With X registered on h1 and h1 up, the
 # same location stays (the re-check is answered).
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/mesh_lib.sh"
 lib_init "$@"
 need_cmd jq
 is_weftd "$IMPL_A" && is_weftd "$IMPL_B" || skip "the mesh is weftd's"
@@ -24,24 +25,7 @@ need_tool mesh_forge
 # tries then, forgot X once).
 SPEEDUP=20
 
-ROUTER_LL=fe80::77:65ff:fe66:7401
-GW4=169.254.1.1
-
-new_ns wire
-WIRE=$(ns_name wire)
-ip -n "$WIRE" link add br0 type bridge
-ip -n "$WIRE" link set br0 up
-for h in 1 2; do
-	new_ns "h$h"
-	ns=$(ns_name "h$h")
-	printf -v "NS$h" '%s' "$ns"
-	printf -v "IF$h" '%s' "$(ifname "$h")"
-	ip -n "$WIRE" link add "w$h" type veth peer name eth0 netns "$ns"
-	ip -n "$WIRE" link set "w$h" master br0 up
-	ip -n "$ns" addr add "192.168.81.$h/24" dev eth0
-	ip -n "$ns" link set eth0 up
-	genkeys "h$h"
-done
+mesh_wire 2 192.168.81
 
 # An address .N from FIRST on whose IPv4 and IPv6 homes are host index HOME
 # (0: h1, 1: h2).
@@ -76,45 +60,6 @@ peer() {
 	nswg "${!ns}" set "${!ifn}" peer "${!pub}" allowed-ips "10.81.0.$2/32,fd00:81::$2/128" \
 		endpoint "192.168.81.$2:$((51840 + $2))" persistent-keepalive 25
 }
-# nic TAG H MAC V6 V4: VM TAG's namespace (made once) gets a tap NIC on hH,
-# its default routes through it; the port is registered with the VM's
-# addresses.
-nic() {
-	local tag=$1 tap=t${RUN_ID}$1$2 ns ifn=IF$2 hns=NS$2
-	ns=$(ns_name "vm$tag")
-	if ! ip netns list | grep -qw "$ns"; then
-		new_ns "vm$tag"
-		ip -n "$ns" addr add "$4/128" dev lo
-		ip -n "$ns" addr add "$5/32" dev lo
-	fi
-	weft -i "${!ifn}" port add "$tap" tap mac "$3" mtu 1380 || fail "port add $tap: $ERR"
-	ip -n "${!hns}" link set "$tap" netns "$ns" || fail "moving $tap into $ns"
-	ip -n "$ns" link set "$tap" address "$3" mtu 1380
-	ip netns exec "$ns" sysctl -qw "net.ipv6.conf.$tap.accept_ra=0"
-	ip -n "$ns" link set "$tap" up
-	ip -n "$ns" -6 route replace default via "$ROUTER_LL" dev "$tap"
-	ip -n "$ns" route replace "$GW4" dev "$tap"
-	ip -n "$ns" route replace default via "$GW4" dev "$tap" src "$5"
-	weft -i "${!ifn}" vm add "$tap" "$4" "$5" || fail "vm add $tag: $ERR"
-}
-# counter H KEY: one of hH's mesh counters; counter_above H KEY N.
-counter() {
-	local ifn=IF$1 v
-	weft -i "${!ifn}" mesh show --json || fail "weft mesh show on h$1: $ERR"
-	v=$(jq -r --arg k "$2" '.counters[$k] // .[$k]' <<<"$OUT")
-	[[ $v =~ ^[0-9]+$ ]] || fail "h$1 has no mesh counter $2: $OUT"
-	echo "$v"
-}
-counter_above() { (($(counter "$1" "$2") > $3)); }
-# reach WHAT: Y pings X until a reply (hang guard), and logs how long it took.
-reach() {
-	local t0
-	t0=$(now_ms)
-	ping_within "$VMY" "$X4" 1 "$HANG_SECS" || fail "$1: Y never reached X (IPv4)"
-	ping_within "$VMY" "$X6" 1 "$HANG_SECS" || fail "$1: Y never reached X (IPv6)"
-	log "$1: Y reached X after $(($(now_ms) - t0)) ms"
-}
-
 # routes2 ADDR: how many live routes h2 has for ADDR (v4 /32).
 routes2() {
 	weft -i "$IF2" mesh show --json || fail "weft mesh show on h2: $ERR"
@@ -127,20 +72,20 @@ host 1
 host 2
 peer 1 2
 peer 2 1
-nic x 1 52:54:00:81:01:10 "$X6" "$X4"
-nic y 2 52:54:00:81:02:20 "$Y6" "$Y4"
+mesh_vm_on x 1 52:54:00:81:01:10 "$X6" "$X4"
+mesh_vm_on y 2 52:54:00:81:02:20 "$Y6" "$Y4"
 VMY=$(ns_name vmy)
 ping_within "$VMY" "$X4" 1 "$HANG_SECS" || fail "Y never reached X"
 (($(routes2 "$X4") == 1)) || fail "h2 has no route for X: $OUT"
 # Past two TTLs of the sped-up clock (300 s / SPEEDUP each), with h1 up:
 # the re-check is answered, the location stays and X stays reachable.
-wait_for "$HANG_SECS" counter_above 2 solicit_sent 1 || fail "h2 never re-checked X"
+wait_for "$HANG_SECS" mesh_counter_above 2 solicit_sent 1 || fail "h2 never re-checked X"
 ping_within "$VMY" "$X4" 3 "$HANG_SECS" || fail "Y lost X while h1 answers"
-(($(counter 2 expired) == 0)) || fail "h2 forgot a location h1 still confirms"
+(($(mesh_counter 2 expired) == 0)) || fail "h2 forgot a location h1 still confirms"
 
 step "h1 goes away: h2 forgets X once nobody confirms it"
 stop_daemon "$IF1"
 wait_for "$HANG_SECS" no_route2 "$X4" || fail "h2 still routes X to the stopped h1: $OUT"
-(($(counter 2 expired) >= 1)) || fail "X's route went, but not as an expiry: $OUT"
-log "h2 forgot X ($(counter 2 expired) expired)"
+(($(mesh_counter 2 expired) >= 1)) || fail "X's route went, but not as an expiry: $OUT"
+log "h2 forgot X ($(mesh_counter 2 expired) expired)"
 pass

@@ -25,6 +25,7 @@
 # neither wg set nor weft mesh set lets an allowed IP and a mesh prefix
 # overlap.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/mesh_lib.sh"
 lib_init "$@"
 need_cmd jq
 is_weftd "$IMPL_A" && is_weftd "$IMPL_B" || skip "the mesh is weftd's"
@@ -32,25 +33,9 @@ need_weft
 need_impl wireguard-go
 need_tool mesh_forge
 
-ROUTER_LL=fe80::77:65ff:fe66:7401
-MESH_LL=fe80::77:65ff:fe66:7401
-GW4=169.254.1.1
+MESH_LL=$ROUTER_LL # the source of mesh messages (mesh_lib.sh's router address)
 
-new_ns wire
-WIRE=$(ns_name wire)
-ip -n "$WIRE" link add br0 type bridge
-ip -n "$WIRE" link set br0 up
-for h in 1 2 3; do
-	new_ns "h$h"
-	ns=$(ns_name "h$h")
-	printf -v "NS$h" '%s' "$ns"
-	printf -v "IF$h" '%s' "$(ifname "$h")"
-	ip -n "$WIRE" link add "w$h" type veth peer name eth0 netns "$ns"
-	ip -n "$WIRE" link set "w$h" master br0 up
-	ip -n "$ns" addr add "192.168.79.$h/24" dev eth0
-	ip -n "$ns" link set eth0 up
-	genkeys "h$h"
-done
+mesh_wire 3 192.168.79
 start_daemon weftd "$NS1" "$IF1"
 start_daemon weftd "$NS2" "$IF2"
 start_daemon wireguard-go "$NS3" "$IF3"
@@ -90,50 +75,23 @@ n=$(pick 10) X4=10.80.0.$n X6=fd79:1::$n
 n=$(pick 100) Y4=10.80.0.$n Y6=fd79:1::$n
 log "X is $X4 $X6, Y is $Y4 $Y6"
 
-# vm TAG HOST MAC V6 V4: a VM namespace with a tap NIC on HOST, its
-# addresses on lo, default routes through the NIC; registered on HOST.
-vm() {
-	local tag=$1 h=$2 tap=t${RUN_ID}$1$2 ns ifn=IF$2 hns=NS$2
-	new_ns "vm$tag"
-	ns=$(ns_name "vm$tag")
-	ip -n "$ns" addr add "$4/128" dev lo
-	ip -n "$ns" addr add "$5/32" dev lo
-	weft -i "${!ifn}" port add "$tap" tap mac "$3" mtu 1380 || fail "port add $tap: $ERR"
-	ip -n "${!hns}" link set "$tap" netns "$ns" || fail "moving $tap into $ns"
-	ip -n "$ns" link set "$tap" address "$3" mtu 1380
-	ip netns exec "$ns" sysctl -qw "net.ipv6.conf.$tap.accept_ra=0"
-	ip -n "$ns" link set "$tap" up
-	ip -n "$ns" -6 route replace default via "$ROUTER_LL" dev "$tap"
-	ip -n "$ns" route replace "$GW4" dev "$tap"
-	ip -n "$ns" route replace default via "$GW4" dev "$tap" src "$5"
-	weft -i "${!ifn}" vm add "$tap" "$4" "$5" || fail "vm add $tag: $ERR"
-}
-vm x 1 52:54:00:79:01:10 "$X6" "$X4"
-vm y 2 52:54:00:79:02:20 "$Y6" "$Y4"
+mesh_vm_on x 1 52:54:00:79:01:10 "$X6" "$X4"
+mesh_vm_on y 2 52:54:00:79:02:20 "$Y6" "$Y4"
 VMX=$(ns_name vmx) VMY=$(ns_name vmy)
 
-# counter2 KEY: one of h2's mesh counters.
-counter2() {
-	local v
-	weft -i "$IF2" mesh show --json || fail "weft mesh show on h2: $ERR"
-	v=$(jq -r --arg k "$1" '.counters[$k] // .[$k]' <<<"$OUT")
-	[[ $v =~ ^[0-9]+$ ]] || fail "h2 has no mesh counter $1: $OUT"
-	echo "$v"
-}
 # holder2 ADDR: the key h2 routes ADDR (v4 /32) to; "none" when it has no route.
 holder2() {
 	weft -i "$IF2" mesh show --json || fail "weft mesh show on h2: $ERR"
 	jq -r --arg a "$1/32" '[.routes[]? | select(.address == $a) | .holder // "none"][0] // "none"' <<<"$OUT"
 }
-counter_above() { (($(counter2 "$1") > $2)); }
 # forge KEY WHAT...: h3 sends WHAT (mesh_forge arguments after IFNAME); h2
 # counts it under KEY.
 forge() {
 	local key=$1 before
 	shift
-	before=$(counter2 "$key")
+	before=$(mesh_counter 2 "$key")
 	ip netns exec "$NS3" "$MESH_FORGE" "$1" "$IF3" "${@:2}" || fail "mesh_forge $*"
-	wait_for "$HANG_SECS" counter_above "$key" "$before" ||
+	wait_for "$HANG_SECS" mesh_counter_above 2 "$key" "$before" ||
 		fail "h2 did not count '$*' as $key (still $before): hang or accepted"
 	log "refused and counted as $key: $*"
 }
@@ -188,19 +146,19 @@ step "a member that claims 40,000 addresses gets only what its budget allows"
 # takes the excess depends on how fast h2's mesh thread runs (on a loaded
 # machine the inbox does), so the verdict counts both and bounds what was
 # learned by the budget over the time it took.
-refused() { echo $(($(counter2 learn_limited) + $(counter2 rate_limited))); }
+refused() { echo $(($(mesh_counter 2 learn_limited) + $(mesh_counter 2 rate_limited))); }
 refused0=$(refused)
-locs0=$(counter2 locations)
+locs0=$(mesh_counter 2 locations)
 t0=$(date +%s)
 ip netns exec "$NS3" "$MESH_FORGE" flood "$IF3" 10.80.64.0 40000 || fail "mesh_forge flood"
 refused_more() { (($(refused) > refused0)); }
 wait_for "$HANG_SECS" refused_more ||
 	fail "h2 refused none of the 40,000 addresses h3 claimed: hang or accepted"
-locs=$(counter2 locations)
+locs=$(mesh_counter 2 locations)
 budget=$((20000 + 200 * ($(date +%s) - t0 + 1)))
 ((locs - locs0 <= budget)) ||
 	fail "h2 learned $((locs - locs0)) of the claimed addresses, over h3's budget of $budget"
-log "h2 learned $((locs - locs0)) of the 40,000 claimed (budget $budget); learn_limited $(counter2 learn_limited), rate_limited $(counter2 rate_limited)"
+log "h2 learned $((locs - locs0)) of the 40,000 claimed (budget $budget); learn_limited $(mesh_counter 2 learn_limited), rate_limited $(mesh_counter 2 rate_limited)"
 # (h2's route list is cut at its first routes now: X is checked by traffic.)
 out=$(ip netns exec "$VMY" ping -n -q -c 20 -i 0.02 -W "$HANG_SECS" "$X4" 2>&1) ||
 	fail "Y -> X after the claim: $out"

@@ -32,30 +32,14 @@
 #     addresses) while X gets a new address on h1: Y's first packet to it
 #     arrives, and Z's misses were limited (tenant_limited).
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/mesh_lib.sh"
 lib_init "$@"
 need_cmd jq
 is_weftd "$IMPL_A" && is_weftd "$IMPL_B" || skip "the mesh is weftd's"
 need_weft
 need_tool mesh_forge
 
-ROUTER_LL=fe80::77:65ff:fe66:7401
-GW4=169.254.1.1
-
-new_ns wire
-WIRE=$(ns_name wire)
-ip -n "$WIRE" link add br0 type bridge
-ip -n "$WIRE" link set br0 up
-for h in 1 2; do
-	new_ns "h$h"
-	ns=$(ns_name "h$h")
-	printf -v "NS$h" '%s' "$ns"
-	printf -v "IF$h" '%s' "$(ifname "$h")"
-	ip -n "$WIRE" link add "w$h" type veth peer name eth0 netns "$ns"
-	ip -n "$WIRE" link set "w$h" master br0 up
-	ip -n "$ns" addr add "192.168.81.$h/24" dev eth0
-	ip -n "$ns" link set eth0 up
-	genkeys "h$h"
-done
+mesh_wire 2 192.168.81
 
 # An address .N from FIRST on whose IPv4 and IPv6 homes are host index HOME
 # (0: h1, 1: h2).
@@ -102,40 +86,6 @@ peer() {
 	nswg "${!ns}" set "${!ifn}" peer "${!pub}" allowed-ips "10.81.0.$2/32,fd00:81::$2/128" \
 		endpoint "192.168.81.$2:$((51840 + $2))" persistent-keepalive 25
 }
-# nic TAG H MAC V6 V4: VM TAG's namespace (made once) gets a tap NIC on hH
-# (added unless it is h1's, which its ports file made), its default routes
-# through it; the port is registered with the VM's addresses.
-nic() {
-	local tag=$1 tap=t${RUN_ID}$1$2 ns ifn=IF$2 hns=NS$2
-	ns=$(ns_name "vm$tag")
-	if ! ip netns list | grep -qw "$ns"; then
-		new_ns "vm$tag"
-		ip -n "$ns" addr add "$4/128" dev lo
-		ip -n "$ns" addr add "$5/32" dev lo
-	fi
-	if (($2 == 1)); then
-		wait_for "$HANG_SECS" ip -n "${!hns}" link show "$tap" || fail "h1's ports file made no $tap"
-	else
-		weft -i "${!ifn}" port add "$tap" tap mac "$3" mtu 1380 || fail "port add $tap: $ERR"
-	fi
-	ip -n "${!hns}" link set "$tap" netns "$ns" || fail "moving $tap into $ns"
-	ip -n "$ns" link set "$tap" address "$3" mtu 1380
-	ip netns exec "$ns" sysctl -qw "net.ipv6.conf.$tap.accept_ra=0"
-	ip -n "$ns" link set "$tap" up
-	ip -n "$ns" -6 route replace default via "$ROUTER_LL" dev "$tap"
-	ip -n "$ns" route replace "$GW4" dev "$tap"
-	ip -n "$ns" route replace default via "$GW4" dev "$tap" src "$5"
-	weft -i "${!ifn}" vm add "$tap" "$4" "$5" || fail "vm add $tag: $ERR"
-}
-# counter H KEY: one of hH's mesh counters; counter_above H KEY N.
-counter() {
-	local ifn=IF$1 v
-	weft -i "${!ifn}" mesh show --json || fail "weft mesh show on h$1: $ERR"
-	v=$(jq -r --arg k "$2" '.counters[$k] // .[$k]' <<<"$OUT")
-	[[ $v =~ ^[0-9]+$ ]] || fail "h$1 has no mesh counter $2: $OUT"
-	echo "$v"
-}
-counter_above() { (($(counter "$1" "$2") > $3)); }
 # reach WHAT: Y pings X every 10 ms until a reply (hang guard), and logs how
 # long it took and the echoes lost before it.
 reach() {
@@ -146,8 +96,11 @@ reach() {
 step "systemd order: mesh and VMs first, peers afterwards"
 host 1
 host 2
-nic x 1 52:54:00:81:01:10 "$X6" "$X4"
-nic y 2 52:54:00:81:02:20 "$Y6" "$Y4"
+# X's tap comes from h1's ports file: there once weftd has applied it.
+has_link() { ip -n "$1" link show "$2" >/dev/null 2>&1; }
+wait_for "$HANG_SECS" has_link "$NS1" "t${RUN_ID}x1" || fail "h1's ports file made no tap for X"
+mesh_vm_on x 1 52:54:00:81:01:10 "$X6" "$X4"
+mesh_vm_on y 2 52:54:00:81:02:20 "$Y6" "$Y4"
 VMX=$(ns_name vmx) VMY=$(ns_name vmy)
 peer 1 2
 peer 2 1
@@ -159,7 +112,7 @@ stop_daemon "$IF2"
 ip -n "$VMY" link del "t${RUN_ID}y2" 2>/dev/null || true
 host 2
 peer 2 1
-nic y 2 52:54:00:81:02:20 "$Y6" "$Y4"
+mesh_vm_on y 2 52:54:00:81:02:20 "$Y6" "$Y4"
 reach "after h2's restart"
 
 step "late peer: h2 drops h1 and takes it back; the handshake after the gap makes h1 announce X again"
@@ -200,7 +153,7 @@ fi
 step "a VM that floods misses does not starve another VM's first contact"
 n=$(pick 40 0) X24=10.82.0.$n
 n=$(pick 180 1) Z4=10.82.0.$n Z6=fd81:1::$n
-nic z 2 52:54:00:81:02:30 "$Z6" "$Z4"
+mesh_vm_on z 2 52:54:00:81:02:30 "$Z6" "$Z4"
 VMZ=$(ns_name vmz)
 ip netns exec "$VMZ" python3 -c '
 import random, socket, sys, time
@@ -212,12 +165,12 @@ while time.time() < end:
 	n += 1
 print(n)' "$HANG_SECS" >"$WORK/flood.out" 2>&1 &
 FLOOD=$!
-wait_for "$HANG_SECS" counter_above 2 tenant_limited 0 || fail "Z's flood of misses was never limited"
+wait_for "$HANG_SECS" mesh_counter_above 2 tenant_limited 0 || fail "Z's flood of misses was never limited"
 ip -n "$VMX" addr add "$X24/32" dev lo
 weft -i "$IF1" vm add "t${RUN_ID}x1" "$X24" || fail "vm add X's second address: $ERR"
 out=$(ip netns exec "$VMY" ping -n -c 1 -W "$HANG_SECS" "$X24" 2>&1) ||
 	fail "Y's first packet to X's new address was lost under Z's flood: $out"
 kill "$FLOOD" 2>/dev/null || true
 wait "$FLOOD" 2>/dev/null || true
-log "Y's first ping to $X24 arrived under a flood; h2 limited $(counter 2 tenant_limited) of Z's misses"
+log "Y's first ping to $X24 arrived under a flood; h2 limited $(mesh_counter 2 tenant_limited) of Z's misses"
 pass
