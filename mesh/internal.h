@@ -116,10 +116,8 @@ struct mesh {
 	/* Per tenant: its solicitations, and its lookups under way (counted
 	 * up by mesh/path.c pending, recounted from the timed list by every
 	 * tick, so no transition out of pending needs to remember it). */
-	struct {
-		struct rate solicit;
-		unsigned int pending;
-	} tenants[MESH_TENANTS];
+	struct rate tenant_solicit[MESH_TENANTS];
+	unsigned int tenant_pending[MESH_TENANTS];
 	uint64_t peer_slots[MESH_PEER_TENANTS / 64]; /* the peer tenant slots taken */
 #define MESH_COUNTER_FIELD(name) _Atomic uint64_t name;
 	struct {

@@ -179,7 +179,7 @@ static bool solicit(struct mesh *m, struct mesh_loc *l, uint64_t now)
 	struct wg_peer *home;
 	bool self;
 
-	if (!mesh_rate_take(&m->tenants[l->tenant].solicit, now) ||
+	if (!mesh_rate_take(&m->tenant_solicit[l->tenant], now) ||
 	    !mesh_rate_take(&m->solicit_rate, now)) {
 		mesh_count(m, rate_limited, 1);
 		return false;
@@ -472,9 +472,9 @@ static void recheck_if_old(struct mesh *m, struct mesh_loc *l, uint64_t now)
 		return;
 	/* Within the budget of any tenant (so the timed list stays short):
 	 * the others wait for a later pass, still routed. */
-	if (m->tenants[MESH_TENANT_UPKEEP].pending >= TENANT_PENDING)
+	if (m->tenant_pending[MESH_TENANT_UPKEEP] >= TENANT_PENDING)
 		return;
-	m->tenants[MESH_TENANT_UPKEEP].pending++;
+	m->tenant_pending[MESH_TENANT_UPKEEP]++;
 	l->state = LOC_VERIFY;
 	l->expiring = true;
 	l->tenant = MESH_TENANT_UPKEEP;
@@ -539,8 +539,7 @@ static uint64_t tick(struct mesh *m, uint64_t now)
 {
 	uint64_t next = UINT64_MAX;
 
-	for (size_t t = 0; t < MESH_TENANTS; t++)
-		m->tenants[t].pending = 0;
+	memset(m->tenant_pending, 0, sizeof(m->tenant_pending));
 	for (struct mesh_loc **pp = &m->timed; *pp;) {
 		struct mesh_loc *l = *pp;
 		bool keep = l->state == LOC_PENDING || l->state == LOC_VERIFY ||
@@ -549,7 +548,7 @@ static uint64_t tick(struct mesh *m, uint64_t now)
 		if (l->deadline <= now)
 			keep = expire(m, l, now);
 		if (l->state == LOC_PENDING || l->state == LOC_VERIFY)
-			m->tenants[l->tenant].pending++;
+			m->tenant_pending[l->tenant]++;
 		if (keep) {
 			if (l->deadline < next)
 				next = l->deadline;
@@ -771,8 +770,9 @@ int mesh_new(struct wg_device *dev, struct mesh **out)
 	pthread_cond_init(&m->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	mesh_rate_init(&m->solicit_rate, SOLICIT_PER_SEC, SOLICIT_BURST);
-	for (size_t t = 0; t < MESH_TENANTS; t++)
-		mesh_rate_init(&m->tenants[t].solicit, TENANT_SOLICIT_PER_SEC, TENANT_SOLICIT_BURST);
+	mesh_rate_init(&m->tenant_solicit[0], TENANT_SOLICIT_PER_SEC, TENANT_SOLICIT_BURST);
+	for (size_t t = 1; t < MESH_TENANTS; t++)
+		m->tenant_solicit[t] = m->tenant_solicit[0];
 	mesh_rate_init(&m->not_here_rate, NOT_HERE_PER_SEC, NOT_HERE_BURST);
 	*out = m;
 	return 0;

@@ -67,7 +67,7 @@ static struct mesh_loc *pending(struct mesh *m, int family, const uint8_t *addr,
 	struct mesh_loc *l = mesh_loc_find(m, family, addr, cidr);
 
 	if ((!l || (l->state != LOC_PENDING && l->state != LOC_VERIFY)) &&
-	    m->tenants[tenant].pending >= TENANT_PENDING) {
+	    m->tenant_pending[tenant] >= TENANT_PENDING) {
 		mesh_count(m, tenant_limited, 1);
 		return NULL;
 	}
@@ -78,7 +78,7 @@ static struct mesh_loc *pending(struct mesh *m, int family, const uint8_t *addr,
 	 * again when a peer sends from its address. */
 	if (l && l->state != LOC_PENDING && l->state != LOC_VERIFY) {
 		l->tenant = (uint16_t)tenant;
-		m->tenants[tenant].pending++;
+		m->tenant_pending[tenant]++;
 		l->state = l->state == LOC_RESOLVED ? LOC_VERIFY : LOC_PENDING;
 		l->asked_at = wg_clock_now();
 		l->tries = 0;

@@ -197,8 +197,7 @@ void mesh_forget(struct mesh *m)
 			pp = &l->hash_next;
 		}
 	}
-	for (size_t t = 0; t < MESH_TENANTS; t++)
-		m->tenants[t].pending = 0;
+	memset(m->tenant_pending, 0, sizeof(m->tenant_pending));
 }
 
 /* Messages. */
