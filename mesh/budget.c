@@ -69,7 +69,8 @@ void mesh_peer_free(struct mesh *m, struct wg_peer *peer)
 	if (!mp)
 		return;
 	/* Its lookups under way stay counted against the slot until they end
-	 * (tick recounts them): a peer that takes it next starts below. */
+	 * (every tick recounts them): the peer that takes the slot next has
+	 * them against its budget until then. */
 	slot = mp->tenant - MESH_TENANT_PEER0;
 	if (mp->own_slot)
 		m->peer_slots[slot / 64] &= ~(1ULL << (slot % 64));
