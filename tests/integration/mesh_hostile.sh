@@ -149,6 +149,8 @@ step "a member that claims 40,000 addresses gets only what its budget allows"
 refused() { echo $(($(mesh_counter 2 learn_limited) + $(mesh_counter 2 rate_limited))); }
 refused0=$(refused)
 locs0=$(mesh_counter 2 locations)
+rss() { awk '/^VmRSS:/ { print $2 }' "/proc/${DAEMON_PID[$IF2]}/status"; }
+rss0=$(rss)
 t0=$(date +%s)
 ip netns exec "$NS3" "$MESH_FORGE" flood "$IF3" 10.80.64.0 40000 || fail "mesh_forge flood"
 refused_more() { (($(refused) > refused0)); }
@@ -158,7 +160,7 @@ locs=$(mesh_counter 2 locations)
 budget=$((20000 + 200 * ($(date +%s) - t0 + 1)))
 ((locs - locs0 <= budget)) ||
 	fail "h2 learned $((locs - locs0)) of the claimed addresses, over h3's budget of $budget"
-log "h2 learned $((locs - locs0)) of the 40,000 claimed (budget $budget); learn_limited $(mesh_counter 2 learn_limited), rate_limited $(mesh_counter 2 rate_limited)"
+log "h2 learned $((locs - locs0)) of the 40,000 claimed (budget $budget); learn_limited $(mesh_counter 2 learn_limited), rate_limited $(mesh_counter 2 rate_limited); weftd's RSS $rss0 -> $(rss) KiB"
 # (h2's route list is cut at its first routes now: X is checked by traffic.)
 out=$(ip netns exec "$VMY" ping -n -q -c 20 -i 0.02 -W "$HANG_SECS" "$X4" 2>&1) ||
 	fail "Y -> X after the claim: $out"
