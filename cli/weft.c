@@ -67,7 +67,7 @@ static const char usage_text[] =
 	"      --socket PATH       talk to this UAPI socket instead\n"
 	"  -h, --help              show this help ('weft port --help', 'weft vm --help'\n"
 	"                          and 'weft mesh --help' for each group)\n"
-	"  -V, --version           show the version\n"
+	"  -v, -V, --version       show the version\n"
 	"\n"
 	"Exit status: 0 done, 1 failed, 2 wrong command line. See docs/cli.md.\n";
 
@@ -435,7 +435,7 @@ int main(int argc, char **argv)
 	int c, ret;
 
 	/* '+': options end at the command, whose own arguments may start with '-'. */
-	while ((c = getopt_long(argc, argv, "+i:hV", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+i:hvV", options, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			opt_ifname = optarg;
@@ -446,8 +446,9 @@ int main(int argc, char **argv)
 		case 'h':
 			fputs(usage_text, stdout);
 			return EXIT_OK;
+		case 'v':
 		case 'V':
-			printf("weft %s\n", WEFT_VERSION);
+			printf("weft v%s\n", WEFT_VERSION);
 			return EXIT_OK;
 		default:
 			return EXIT_USAGE;

@@ -192,7 +192,7 @@ static void usage(FILE *f, const char *prog)
 		"                           127.0.0.1:PORT); off by default\n"
 		"      --metrics-public     allow a --metrics ADDR that is not loopback\n"
 		"  -h, --help               show this help\n"
-		"  -v, --version            show the version\n"
+		"  -v, -V, --version        show the version\n"
 		"\n"
 		"Environment:\n"
 		"  LOG_LEVEL=error|verbose|debug|silent   log verbosity (default error)\n"
@@ -418,7 +418,7 @@ int main(int argc, char **argv)
 	int tun_fds[WG_MAX_WORKERS], cpus[WG_MAX_WORKERS];
 	sigset_t mask;
 
-	while ((c = getopt_long(argc, argv, "fhvp:m:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fhvVp:m:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			foreground = true;
@@ -439,6 +439,7 @@ int main(int argc, char **argv)
 			usage(stdout, argv[0]);
 			return 0;
 		case 'v':
+		case 'V':
 			printf("weftd v%s\n", WEFT_VERSION);
 			return 0;
 		default:
@@ -517,6 +518,10 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* As wireguard-go (Go catches them and does nothing): a stray
+	 * SIGUSR1 or SIGUSR2 must not kill the daemon and leave its socket. */
+	signal(SIGUSR1, SIG_IGN);
+	signal(SIGUSR2, SIG_IGN);
 	sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
 	stop_fd = eventfd(0, EFD_CLOEXEC);
 

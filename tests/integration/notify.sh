@@ -126,6 +126,17 @@ stats_snap "$IF_A" S2
 [[ $(latest_handshake "$NS_A" "$IF_A" "$PUB_b") == "$hs1" ]] || fail "the reload redid the handshake"
 alive "${DAEMON_PID[$IF_A]}" || fail "weftd died on SIGHUP"
 
+step "SIGUSR1 and SIGUSR2 are ignored, as by wireguard-go"
+kill -USR1 "${DAEMON_PID[$IF_A]}"
+kill -USR2 "${DAEMON_PID[$IF_A]}"
+# A signal is delivered before kill returns when the target has it
+# unblocked; the ping and the UAPI exchange after it are answered by the
+# same process.
+ping_ok "$NS_A" "$IN4_B" 3 || fail "no ping after SIGUSR1 and SIGUSR2"
+alive "${DAEMON_PID[$IF_A]}" || fail "weftd died on SIGUSR1 or SIGUSR2"
+[[ -S $WG_SOCK_DIR/$IF_A.sock ]] || fail "the UAPI socket went away after SIGUSR1/SIGUSR2"
+nswg "$NS_A" show "$IF_A" >/dev/null || fail "wg show after SIGUSR1 and SIGUSR2"
+
 step "a reload with a bad file changes nothing and says why"
 cp "$WORK/ports.conf" "$WORK/ports.good"
 printf '[Port]\nName = x\nColour = blue\n' >"$WORK/ports.conf"

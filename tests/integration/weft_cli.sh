@@ -65,8 +65,16 @@ expect_rc 0 port --help
 for w in "add" "del" "list" "load" "vhost-user" "router-mac" "gateway4" "prefix" "mtu"; do
 	grep -qF -- "$w" <<<"$OUT" || fail "weft port --help does not mention '$w'"
 done
-expect_rc 0 --version
-[[ $OUT == "weft "* ]] || fail "weft --version printed '$OUT'"
+# -v, -V and --version, the same for weft and weftd: "NAME vVERSION".
+want=$("$WEFTD" --version) || fail "weftd --version failed"
+[[ $want =~ ^weftd\ v[0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "weftd --version printed '$want'"
+for o in -v -V; do
+	[[ $("$WEFTD" "$o") == "$want" ]] || fail "weftd $o and --version differ"
+done
+for o in --version -v -V; do
+	expect_rc 0 "$o"
+	[[ $OUT == "weft ${want#weftd }" ]] || fail "weft $o printed '$OUT', weftd --version '$want'"
+done
 expect_rc 2 port frobnicate
 expect_rc 2 port add "$TAP1"
 
