@@ -56,7 +56,9 @@ void wg_log_init(const char *ifname)
 
 void wg_log(enum wg_log_level level, const char *fmt, ...)
 {
-	static const char *const names[] = { "", "ERROR", "INFO", "DEBUG" };
+	/* As wireguard-go, whose verbose lines (LOG_LEVEL=verbose) are
+	 * "DEBUG:": weftd's debug level only adds more of them. */
+	static const char *const names[] = { "", "ERROR", "DEBUG", "DEBUG" };
 	/* sd-daemon(3) priority prefixes: err, info, debug. */
 	static const char *const prio[] = { "", "<3>", "<6>", "<7>" };
 	char stamp[32] = "";

@@ -221,7 +221,7 @@ grep -qx "<6>($IF_D) Device started" "$WORK/daemon-$IF_D.log" ||
 grep -vE '^<[367]>\('"$IF_D"'\) ' "$WORK/daemon-$IF_D.log" | grep -v '^$' >"$WORK/odd.lines" &&
 	fail "lines without a priority prefix: $(head -3 "$WORK/odd.lines")"
 # A JOURNAL_STREAM that is not stderr (inherited by a child, say): no prefixes.
-grep -q "^INFO: ($IF_C) .* Device started$" "$WORK/daemon-$IF_C.log" ||
+grep -q "^DEBUG: ($IF_C) .* Device started$" "$WORK/daemon-$IF_C.log" ||
 	fail "prefixes with a JOURNAL_STREAM that is not stderr: $(head -3 "$WORK/daemon-$IF_C.log")"
 EXTRA_IFNAMES+=("$IF_C" "$IF_D")
 
