@@ -567,6 +567,30 @@ static bool socket_answers(const struct sockaddr_un *addr)
 	return live;
 }
 
+pid_t uapi_server_owner(const char *dir, const char *ifname)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	pid_t pid = 0;
+	int fd, n;
+
+	n = snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/%s.sock",
+		     dir ? dir : WG_UAPI_DEFAULT_DIR, ifname);
+	if (n < 0 || (size_t)n >= sizeof(addr.sun_path))
+		return 0;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return 0;
+	if (!connect(fd, (const struct sockaddr *)&addr, sizeof(addr)))
+		pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.pid <= 0 ? -1
+											   : cred.pid;
+	else if (errno == EAGAIN)
+		pid = -1;
+	close(fd);
+	return pid;
+}
+
 /* Binds and listens like wireguard-go's UAPIOpen, but with umask 0177 around
  * bind so the socket is 0600 as DESIGN.md asks (wireguard-go's 077 gives
  * 0700; the x bit means nothing on a socket) (the

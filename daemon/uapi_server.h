@@ -4,6 +4,7 @@
 #define WEFT_DAEMON_UAPI_SERVER_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "wg/config.h"
 #include "wg/uapi.h"
@@ -45,5 +46,9 @@ struct uapi_server *uapi_server_start(const char *dir, const char *ifname,
 				      const struct uapi_server_ops *ops, void *ctx);
 /* Closes the socket, unlinks its file (when it is still ours), waits for every client thread. */
 void uapi_server_stop(struct uapi_server *s);
+/* Whether a daemon answers on dir/IFNAME.sock (dir NULL: /var/run/wireguard), asked before
+ * anything touches the interface: its pid (SO_PEERCRED) when one does, 0 when none does (no
+ * socket, or a stale one), -1 when one does but its pid is unknown (a full backlog). */
+pid_t uapi_server_owner(const char *dir, const char *ifname);
 
 #endif

@@ -349,6 +349,28 @@ static void reload(struct wg_device *dev, const char *mesh_path, struct ports_fi
 	notify_status(dev, "READY=1\n", result);
 }
 
+/* "wg0 is already served by weftd (pid 1234)": the answer to a second
+ * start, with the link untouched. Returns the exit status. */
+static int already_served(const char *ifname, pid_t pid)
+{
+	char path[64], comm[64] = "another daemon";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	if (pid > 0 && (f = fopen(path, "re"))) {
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = '\0';
+		fclose(f);
+	}
+	if (pid > 0)
+		log_error("%s is already served by %s (pid %d): its UAPI socket %s/%s.sock answers",
+			  ifname, comm, (int)pid, WG_UAPI_DEFAULT_DIR, ifname);
+	else
+		log_error("%s is already served: its UAPI socket %s/%s.sock answers", ifname,
+			  WG_UAPI_DEFAULT_DIR, ifname);
+	return 1;
+}
+
 static int start_metrics(struct wg_device *dev, const char *spec, bool public,
 			 struct metrics_http **out)
 {
@@ -468,6 +490,10 @@ int main(int argc, char **argv)
 	}
 	choose_aead();
 
+	/* Before the TUN: opening it would attach to the running daemon's
+	 * multi-queue device, and setting the MTU would undo the admin's. */
+	if ((c = uapi_server_owner(NULL, argv[optind])))
+		return already_served(argv[optind], c);
 	n_workers = worker_plan(cpus);
 	tun_fds[0] = tun_open_vnet(argv[optind], name, n_workers > 1, vnet);
 	if (tun_fds[0] < 0) {
