@@ -243,6 +243,25 @@ static int daemonize(void)
 	return p[1];
 }
 
+/* Detached and ready: stdout and stderr go to /dev/null, as wireguard-go's
+ * do unless LOG_LEVEL asks for logs, so that a caller that reads them
+ * (out=$(weftd wg0 2>&1), wg-quick piped, ssh) sees them close. Until now
+ * they carried the start-up errors. */
+static void detach_stdio(void)
+{
+	const char *lvl = getenv("LOG_LEVEL");
+	int null;
+
+	if (lvl && *lvl && strcmp(lvl, "silent"))
+		return;
+	null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null < 0)
+		return;
+	dup2(null, STDOUT_FILENO);
+	dup2(null, STDERR_FILENO);
+	close(null);
+}
+
 static void tell_parent(int fd, char status)
 {
 	if (fd < 0)
@@ -600,6 +619,8 @@ int main(int argc, char **argv)
 		goto out;
 	log_info("Device started");
 	log_debug("start-up code trimmed: %zu KiB of mappings", memtrim_code() / 1024);
+	if (ready_fd >= 0)
+		detach_stdio();
 	tell_parent(ready_fd, 0);
 	ready_fd = -1;
 	notify_status(dev, "READY=1\n", NULL);
@@ -658,7 +679,6 @@ int main(int argc, char **argv)
 	notify_send("STOPPING=1\n");
 	ret = 0;
 out:
-	tell_parent(ready_fd, 1);
 	metrics_http_stop(metrics);
 	if (uapi)
 		uapi_server_stop(uapi);
@@ -669,5 +689,8 @@ out:
 	if (watch)
 		tun_link_watch_free(watch);
 	ports_file_free(&ports);
+	/* A start that failed: the parent returns once the TUN and the
+	 * socket are gone. */
+	tell_parent(ready_fd, 1);
 	return ret;
 }

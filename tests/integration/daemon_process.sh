@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# daemon_process.sh IMPL_A IMPL_B — weftd as a process, as wireguard-go is
+# one (issue 17). A command that detaches returns with its stdout and
+# stderr closed, so that out=$(weftd wg0 2>&1) returns. A second weftd for an
+# interface that a daemon (A: weftd or wireguard-go; B is not used) already
+# serves changes nothing: it exits non-zero at once, names the daemon and its pid, and
+# leaves the link as the admin set it (MTU, TUN queues) and the first daemon
+# serving; in the foreground and when it would detach. And a detaching start
+# that fails after it made its TUN (a --metrics port that is taken) leaves
+# no interface and no socket behind once the command returns.
+#
+#   netns ...-a
+#  +------------------------------------------------+
+#  | IMPL_A wgPIDa  (MTU set to 1400 by hand)       |
+#  | weftd wgPIDa   (refused, twice)                |
+#  | weftd wgPIDb   (detached, its output read)     |
+#  | weftd wgPIDc   (--metrics port taken: fails)   |
+#  +------------------------------------------------+
+. "$(dirname "$0")/lib.sh"
+lib_init "$@"
+
+WEFTD_BIN=$(impl_bin weftd)
+[[ -n $WEFTD_BIN && -x $WEFTD_BIN ]] || skip "weftd not built"
+
+new_ns a
+NS_A=$(ns_name a)
+IF_A=$(ifname a)
+start_daemon "$IMPL_A" "$NS_A" "$IF_A"
+genkeys a
+nswg "$NS_A" set "$IF_A" listen-port 51900 private-key "$KEY_a"
+ip -n "$NS_A" link set "$IF_A" mtu 1400 up
+queues() { ip netns exec "$NS_A" ls "/sys/class/net/$IF_A/queues" | grep -c '^tx-'; }
+q0=$(queues)
+pid=${DAEMON_PID[$IF_A]}
+case $IMPL_A in
+weftd) comm=weftd ;;
+*) comm=$(cat "/proc/$pid/comm") ;;
+esac
+
+# second IFNAME ARGS...: weftd ARGS... IFNAME in A's namespace; its status
+# in RC and its stderr in ERR. A hang is a failure (timeout).
+second() {
+	local ifn=$1
+	shift
+	RC=0
+	ip netns exec "$NS_A" env LOG_LEVEL=error timeout "$HANG_SECS" "$WEFTD_BIN" "$@" "$ifn" \
+		>"$WORK/second.out" 2>"$WORK/second.err" || RC=$?
+	ERR=$(cat "$WORK/second.err")
+	log "weftd $* $ifn -> $RC: $ERR"
+}
+check_untouched() {
+	local mtu
+	((RC != 0 && RC != 124)) || fail "the second weftd ($1) exited $RC"
+	grep -qF "$IF_A is already served by $comm (pid $pid)" <<<"$ERR" ||
+		fail "the second weftd ($1) did not name the daemon serving $IF_A: $ERR"
+	mtu=$(ip -n "$NS_A" -o link show "$IF_A" | sed -n 's/.* mtu \([0-9]*\) .*/\1/p')
+	[[ $mtu == 1400 ]] || fail "the second weftd ($1) changed the MTU to $mtu"
+	[[ $(queues) == "$q0" ]] || fail "the second weftd ($1) attached TUN queues ($q0 -> $(queues))"
+	alive "$pid" || fail "the first daemon died after the second weftd ($1)"
+	[[ $(nswg "$NS_A" show "$IF_A" listen-port) == 51900 ]] ||
+		fail "the first daemon does not answer after the second weftd ($1)"
+}
+
+step "in the foreground: refused, the link untouched"
+second "$IF_A" -f
+check_untouched foreground
+
+step "detaching: refused before it detaches, the link untouched"
+second "$IF_A"
+check_untouched background
+
+step "detaching closes stdout and stderr: out=\$(weftd IF 2>&1) returns"
+IF_B=$(ifname b)
+# The reader gets end-of-file once the command has returned, or is stopped
+# after the hang guard (124): the detached daemon kept the pipe.
+RC=0
+out=$({ ip netns exec "$NS_A" env -u LOG_LEVEL "$WEFTD_BIN" "$IF_B" 2>&1; echo "rc=$?"; } |
+	timeout "$HANG_SECS" cat) || RC=$?
+((RC != 124)) || fail "weftd $IF_B 2>&1 | cat did not end: the detached daemon kept the pipe"
+[[ $out == *"rc=0" ]] || fail "weftd $IF_B failed: $out"
+EXTRA_IFNAMES+=("$IF_B")
+ip -n "$NS_A" link show "$IF_B" >/dev/null || fail "the detached weftd has no $IF_B"
+[[ -S $WG_SOCK_DIR/$IF_B.sock ]] || fail "the detached weftd has no socket"
+
+step "a detaching start that fails after making its TUN leaves nothing behind"
+IF_C=$(ifname c)
+ip netns exec "$NS_A" python3 -c '
+import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen()
+print(s.getsockname()[1], flush=True)
+time.sleep(float(sys.argv[1]))' "$HANG_SECS" >"$WORK/taken.port" 2>&1 &
+BG_PIDS+=($!)
+port_known() { [[ -s $WORK/taken.port ]]; }
+wait_for "$HANG_SECS" port_known || fail "the stand-in listener did not start"
+port=$(head -1 "$WORK/taken.port")
+second "$IF_C" --metrics "127.0.0.1:$port"
+((RC == 1)) || fail "weftd --metrics on a taken port exited $RC"
+grep -q "Address already in use" <<<"$ERR" || fail "no reason given: $ERR"
+! ip -n "$NS_A" link show "$IF_C" >/dev/null 2>&1 || fail "the failed start left $IF_C behind"
+[[ ! -e $WG_SOCK_DIR/$IF_C.sock ]] || fail "the failed start left its socket behind"
+pass
