@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <linux/capability.h>
+#include <stdint.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@ int caps_drop_to_runtime(void)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { { 0 } };
+	struct __user_cap_data_struct have[_LINUX_CAPABILITY_U32S_3] = { { 0 } };
 
 	for (int cap = 0; cap <= CAP_LAST_CAP; cap++) {
 		if (kept(cap))
@@ -36,10 +38,19 @@ int caps_drop_to_runtime(void)
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) && errno != EINVAL && errno != EPERM)
 			return -errno;
 	}
+	/* Of the kept ones, those the process has: started without some (a
+	 * unit's CapabilityBoundingSet=), it runs without what they serve. */
+	if (syscall(SYS_capget, &hdr, have))
+		return -errno;
 	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
-		data[keep[i] / 32].effective |= 1u << (keep[i] % 32);
-		data[keep[i] / 32].permitted |= 1u << (keep[i] % 32);
+		uint32_t bit = 1u << (keep[i] % 32);
+
+		if (!(have[keep[i] / 32].permitted & bit))
+			continue;
+		data[keep[i] / 32].effective |= bit;
+		data[keep[i] / 32].permitted |= bit;
 	}
+	hdr.pid = 0;
 	if (syscall(SYS_capset, &hdr, data))
 		return -errno;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))

@@ -598,8 +598,11 @@ int main(int argc, char **argv)
 	 * now. Capabilities are per thread: drop them before the first thread
 	 * starts, so that every thread (and the io_uring workers of the
 	 * kernel) has only what caps.c keeps. */
-	if ((c = caps_drop_to_runtime()))
-		log_info("cannot drop capabilities: %s", strerror(-c));
+	if ((c = caps_drop_to_runtime())) {
+		/* Not a reason to go on with every capability root has. */
+		log_error("cannot drop capabilities: %s", strerror(-c));
+		goto out;
+	}
 	if (host_start(dev)) {
 		log_error("Failed to start device threads");
 		goto out;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # daemon_process.sh IMPL_A IMPL_B — weftd as a process, as wireguard-go is
-# one (issue 17). A command that detaches returns with its stdout and
+# one (issue 17). Every thread runs with the four capabilities weftd keeps
+# and no_new_privs. A command that detaches returns with its stdout and
 # stderr closed, so that out=$(weftd wg0 2>&1) returns. A second weftd for an
 # interface that a daemon (A: weftd or wireguard-go; B is not used) already
 # serves changes nothing: it exits non-zero at once, names the daemon and its pid, and
@@ -60,6 +61,23 @@ check_untouched() {
 	[[ $(nswg "$NS_A" show "$IF_A" listen-port) == 51900 ]] ||
 		fail "the first daemon does not answer after the second weftd ($1)"
 }
+
+if is_weftd "$IMPL_A"; then
+	step "every thread of weftd has only the four capabilities it keeps, and no_new_privs"
+	# NET_BIND_SERVICE (10), NET_ADMIN (12), NET_RAW (13), BPF (39):
+	# docs/security.md, "Privileges".
+	want=0000008000003400
+	for st in /proc/"$pid"/task/*/status; do
+		for f in CapEff CapPrm CapBnd; do
+			v=$(awk -v f="$f:" '$1 == f { print $2 }' "$st")
+			[[ $v == "$want" ]] || fail "$f of $st is $v, not $want"
+		done
+		[[ $(awk '$1 == "CapInh:" { print $2 }' "$st") == 0000000000000000 ]] ||
+			fail "$st has inheritable capabilities"
+		[[ $(awk '$1 == "NoNewPrivs:" { print $2 }' "$st") == 1 ]] || fail "$st without no_new_privs"
+	done
+	log "$(ls /proc/"$pid"/task | wc -l) threads, each with capabilities $want only"
+fi
 
 step "in the foreground: refused, the link untouched"
 second "$IF_A" -f
