@@ -224,6 +224,12 @@ int cli_exchange(const char *request, size_t len, struct cli_reply *r)
 		if (n == 0 || (got >= 2 && !memcmp(buf + got - 2, "\n\n", 2)))
 			break;
 	}
+	/* Closed with no reply at all: what wireguard-go does with a request
+	 * it does not know (weft=VERB). */
+	if (!got) {
+		ret = -EPROTONOSUPPORT;
+		goto out;
+	}
 	/* The errno line is the last one. */
 	if (got < 2 || memcmp(buf + got - 2, "\n\n", 2)) {
 		ret = -EPROTO;
@@ -255,6 +261,10 @@ int cli_report(const char *what, int ret, const struct cli_reply *r)
 	const char *msg = NULL;
 	char *line;
 
+	if (ret == -EPROTONOSUPPORT)
+		return cli_fail("%s: %s is not a weftd socket (the daemon there closed the "
+				"connection without a reply, as wireguard-go does)",
+				what, sock_path);
 	if (ret < 0)
 		return cli_fail("%s: %s: %s", what, sock_path, strerror(-ret));
 	if (r->text && (line = strstr(r->text, "message=")) && (line == r->text || line[-1] == '\n')) {
@@ -454,10 +464,8 @@ int main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (optind >= argc) {
-		fputs(usage_text, stderr);
-		return EXIT_USAGE;
-	}
+	if (optind >= argc)
+		return cli_usage_error("a COMMAND is needed: port, vm, mesh, show, stats or metrics");
 	ret = cli_dispatch(commands, sizeof(commands) / sizeof(commands[0]), argc - optind,
 			   argv + optind, "command");
 	if (fflush(stdout) && !ret)

@@ -4,7 +4,8 @@
 # and no_new_privs. A command that detaches returns with its stdout and
 # stderr closed, so that out=$(weftd wg0 2>&1) returns. A second weftd for an
 # interface that a daemon (A: weftd or wireguard-go; B is not used) already
-# serves changes nothing: it exits non-zero at once, names the daemon and its pid, and
+# serves changes nothing (and weft against wireguard-go's socket says it is
+# not weftd's): it exits non-zero at once, names the daemon and its pid, and
 # leaves the link as the admin set it (MTU, TUN queues) and the first daemon
 # serving; in the foreground and when it would detach. And a detaching start
 # that fails after it made its TUN (a --metrics port that is taken) leaves
@@ -22,6 +23,7 @@ lib_init "$@"
 
 WEFTD_BIN=$(impl_bin weftd)
 [[ -n $WEFTD_BIN && -x $WEFTD_BIN ]] || skip "weftd not built"
+need_weft
 
 new_ns a
 NS_A=$(ns_name a)
@@ -77,6 +79,14 @@ if is_weftd "$IMPL_A"; then
 		[[ $(awk '$1 == "NoNewPrivs:" { print $2 }' "$st") == 1 ]] || fail "$st without no_new_privs"
 	done
 	log "$(ls /proc/"$pid"/task | wc -l) threads, each with capabilities $want only"
+fi
+
+if ! is_weftd "$IMPL_A"; then
+	step "weft against $IMPL_A's socket says it is not weftd's"
+	! weft -i "$IF_A" port list || fail "weft port list against $IMPL_A succeeded"
+	((RC == 1)) || fail "weft port list against $IMPL_A exited $RC"
+	grep -qF "$WG_SOCK_DIR/$IF_A.sock is not a weftd socket" <<<"$ERR" ||
+		fail "weft did not say the socket is not weftd's: $ERR"
 fi
 
 step "in the foreground: refused, the link untouched"

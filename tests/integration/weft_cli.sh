@@ -77,6 +77,12 @@ for o in --version -v -V; do
 done
 expect_rc 2 port frobnicate
 expect_rc 2 port add "$TAP1"
+# No command: one line that says what is missing, not the whole help.
+"$WEFT_BIN" >"$WORK/weft.out" 2>"$WORK/weft.err" && fail "weft with no command succeeded" ||
+	(($? == 2)) || fail "weft with no command did not exit 2"
+ERR=$(cat "$WORK/weft.err")
+one_line_err
+grep -q "COMMAND is needed" <<<"$ERR" || fail "weft with no command said: $ERR"
 
 step "port add: a tap appears in weftd's namespace"
 expect_rc 0 port add "$TAP1" tap mac 52:54:00:12:34:56 address 10.77.0.2,fd00:77::2 \
