@@ -145,6 +145,35 @@ static int verb_vm_add(struct wg_device *dev, const char *body, size_t len, char
 	return ret;
 }
 
+/* The reason of a refused vm-del, naming the first of addrs that no port
+ * has: "address 10.0.0.9/32 is registered to no port" (in a buffer of the
+ * UAPI client's thread, valid until its next request). */
+static const char *unregistered(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
+{
+	static _Thread_local char why[48 + IP_PREFIX_STRLEN];
+	struct port_info *ports = NULL;
+	size_t n_ports = 0;
+
+	if (port_list(dev, &ports, &n_ports))
+		return "an address is registered to no port";
+	for (size_t i = 0; i < n; i++) {
+		bool found = false;
+
+		for (size_t j = 0; j < n_ports && !found; j++)
+			found = ip_prefix_listed(ports[j].cfg.addrs, ports[j].cfg.n_addrs, &addrs[i]);
+		if (!found) {
+			char text[IP_PREFIX_STRLEN];
+
+			ip_prefix_format(&addrs[i], text);
+			snprintf(why, sizeof(why), "address %s is registered to no port", text);
+			free(ports);
+			return why;
+		}
+	}
+	free(ports);
+	return "an address is registered to no port";
+}
+
 static int verb_vm_del(struct wg_device *dev, const char *body, size_t len, char **reply,
 		       size_t *reply_len, const char **why)
 {
@@ -157,7 +186,7 @@ static int verb_vm_del(struct wg_device *dev, const char *body, size_t len, char
 	if (!ret) {
 		ret = mesh_vm_del(dev, req->addrs, req->n_addrs);
 		if (ret == -ENOENT)
-			*why = "an address is registered to no port";
+			*why = unregistered(dev, req->addrs, req->n_addrs);
 	}
 	free(req);
 	return ret;

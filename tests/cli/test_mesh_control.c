@@ -151,7 +151,7 @@ static void test_vm_wire(void)
 	CHECK(!fake_port_has("vm1", "fd77::1:2/128") && fake_ports[0].cfg.n_addrs == 1);
 	/* One address registered nowhere: nothing is done. */
 	CHECK(replies("weft=vm-del\naddress=10.0.0.2\naddress=fd77::1:2\n\n",
-		      "message=an address is registered to no port\nerrno=2\n\n"));
+		      "message=address fd77::1:2/128 is registered to no port\nerrno=2\n\n"));
 	CHECK(fake_port_has("vm1", "10.0.0.2/32"));
 	fake_reset();
 }
@@ -368,7 +368,7 @@ static void test_cli_vm(void)
 	CHECK(run("vm", "del", "fd77::1:3", "10.0.1.0/24", NULL) == 0 && !out[0]);
 	CHECK(!fake_port_has("vm1", "fd77::1:3/128") && fake_ports[0].cfg.n_addrs == 2);
 	CHECK(run("vm", "del", "fd77::1:3", NULL) == 1 && strstr(err, "vm del") &&
-	      strstr(err, "registered to no port"));
+	      strstr(err, "address fd77::1:3/128 is registered to no port"));
 	/* With no addresses anywhere, the table is empty. */
 	CHECK(run("vm", "del", "fd77::1:2", "10.0.0.2", NULL) == 0);
 	CHECK(run("vm", "list", NULL) == 0 && !out[0]);
