@@ -105,18 +105,42 @@ static bool netdev_is_veth(const char *name)
 }
 
 /* Anti-spoofing without BPF, IPv4 only: the kernel drops a VM's packet
- * whose source does not route back through its netdev. */
-static void set_rp_filter(const char *name)
+ * whose source does not route back through its netdev. The netdev is not
+ * weftd's: its rp_filter is read first, and put back when the port goes
+ * (restore_rp_filter). */
+static void set_rp_filter(struct port *port)
+{
+	const char *name = port->cfg.name;
+	char path[64 + IFNAMSIZ], was = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/rp_filter", name);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd >= 0 && (read(fd, &was, 1) != 1 || was < '0' || was > '2'))
+		was = 0;
+	if (fd < 0 || pwrite(fd, "1", 1, 0) != 1)
+		log_error("port %s: cannot set rp_filter: %s", name, strerror(errno));
+	else
+		port->rp_filter_was = was;
+	if (fd >= 0)
+		close(fd);
+}
+
+static void restore_rp_filter(struct port *port)
 {
 	char path[64 + IFNAMSIZ];
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/rp_filter", name);
+	if (!port->rp_filter_was || port->rp_filter_was == '1')
+		return;
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/rp_filter", port->cfg.name);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || write(fd, "1", 1) != 1)
-		log_error("port %s: cannot set rp_filter: %s", name, strerror(errno));
+	if (fd < 0 || write(fd, &port->rp_filter_was, 1) != 1)
+		log_info("port %s: cannot restore rp_filter %c: %s", port->cfg.name,
+			 port->rp_filter_was, strerror(errno)); /* the netdev may be gone */
 	if (fd >= 0)
 		close(fd);
+	port->rp_filter_was = 0;
 }
 
 static int open_socket(int ifindex)
@@ -169,7 +193,7 @@ static int attached_open(struct wg_device *dev, struct port *port)
 	port->pkt_fd = open_socket(ifindex);
 	if (port->pkt_fd < 0)
 		return port->pkt_fd;
-	set_rp_filter(name);
+	set_rp_filter(port);
 	return 0;
 }
 
@@ -321,7 +345,7 @@ static int attached_published(struct wg_device *dev, struct port *port)
 }
 
 /* Write lock, the port out of the slot table: its routes, map entries,
- * program and packet socket go. */
+ * program and packet socket go, and the netdev's rp_filter is put back. */
 static void attached_close(struct wg_device *dev, struct port *port)
 {
 	struct port_attached *at = dev->ports->attached;
@@ -331,6 +355,7 @@ static void attached_close(struct wg_device *dev, struct port *port)
 	if (at && port->bypassed)
 		port_bypass_detach(at->bypass, port->slot);
 	port->bypassed = false;
+	restore_rp_filter(port);
 	if (port->pkt_fd >= 0) {
 		if (at)
 			epoll_ctl(at->epfd, EPOLL_CTL_DEL, port->pkt_fd, NULL);
@@ -385,6 +410,7 @@ const struct port_class port_attached_class = {
 	.open = attached_open,
 	.published = attached_published,
 	.unpublished = attached_close,
+	.release = restore_rp_filter, /* a port opened but never published */
 	.addr_added = attached_addr_added,
 	.addr_removed = attached_addr_removed,
 	.info = attached_info,

@@ -69,6 +69,7 @@ struct port {
 	int pkt_fd;                      /* attached: its NDP/ARP packet socket */
 	bool is_veth;                    /* attached: a veth (else a tap) */
 	bool bypassed;                   /* attached: the BPF bypass is on it */
+	char rp_filter_was;              /* attached: its rp_filter before ('0'-'2'; 0: unknown) */
 	int slot;                        /* index in dev->ports->slot[] */
 	uint64_t seq;                    /* creation order */
 	_Atomic int refs;

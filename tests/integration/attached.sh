@@ -26,7 +26,8 @@
 # spoofed source is dropped (BPF) or filtered (rp_filter); `weft vm del`
 # takes the address out of the bypass map and the host routes; a VM moved
 # to host B is reached through the tunnel at once; port del and weftd's exit
-# remove its routes (and stale ones of its protocol go when a port attaches).
+# remove its routes (and stale ones of its protocol go when a port attaches)
+# and put back the rp_filter weftd set on the netdevs.
 . "$(dirname "$0")/lib.sh"
 lib_init "$@"
 need_cmd jq iperf3 ndisc6 python3
@@ -63,6 +64,8 @@ nic() {
 	ip -n "$vmns" link set "eth$n" up
 	# What a crashed weftd would have left: gone once the port is attached.
 	ip -n "${!hns}" route add "10.243.99.$n/32" dev "$h" proto $PROTO
+	# The admin's rp_filter (loose), which weftd sets to 1 and puts back.
+	ip netns exec "${!hns}" sysctl -qw "net.ipv4.conf.$h.rp_filter=2"
 	weft -i "${!ifn}" port add "$h" attached mac "$mac" address "$v4" address "$v6" ||
 		fail "weft port add $h: $ERR"
 	ll=$(ip -n "${!hns}" -6 -o addr show dev "$h" scope link | awk '{ sub("/.*", "", $4); print $4 }')
@@ -236,13 +239,20 @@ ping_within "$VM1" 10.243.0.12 3 5 || fail "vm1 -> moved vm2 IPv4"
 ping_ok "$VM1" fd00:243::12 3 || fail "vm1 -> moved vm2 IPv6"
 ping_ok "$VM3" 10.243.0.12 3 || fail "vm3 -> moved vm2 IPv4"
 
-step "port del removes weftd's routes"
+# rp_filter NS NETDEV: its IPv4 rp_filter.
+rp_filter() { ip netns exec "$1" sysctl -n "net.ipv4.conf.$2.rp_filter"; }
+
+step "port del removes weftd's routes and puts the netdev's rp_filter back"
+[[ $(rp_filter "$NS_A" "$AT1") == 1 ]] || fail "$AT1's rp_filter is $(rp_filter "$NS_A" "$AT1") while attached"
 weft -i "$IF_A" port del "$AT1" || fail "weft port del: $ERR"
+[[ $(rp_filter "$NS_A" "$AT1") == 2 ]] || fail "$AT1's rp_filter is $(rp_filter "$NS_A" "$AT1") after port del, not 2"
 ip -n "$NS_A" route show proto $PROTO | grep -q "dev $AT1" && fail "routes through $AT1 remain"
 ping_none "$VM3" 10.243.0.11 3 || fail "vm1 still reachable after its port was removed"
 
-step "weftd's exit removes the rest of its routes"
+step "weftd's exit removes the rest of its routes and puts the other netdevs' rp_filter back"
+[[ $(rp_filter "$NS_A" "$AT2") == 1 ]] || fail "$AT2's rp_filter is $(rp_filter "$NS_A" "$AT2") while attached"
 stop_daemon "$IF_A"
+[[ $(rp_filter "$NS_A" "$AT2") == 2 ]] || fail "$AT2's rp_filter is $(rp_filter "$NS_A" "$AT2") after weftd's exit, not 2"
 r=$(ip -n "$NS_A" route show proto $PROTO; ip -n "$NS_A" -6 route show proto $PROTO)
 [[ -z $r ]] || fail "routes left after weftd A exited: $r"
 pass
