@@ -39,7 +39,11 @@ static int tap_open(struct wg_device *dev, struct port *port)
 		return err;
 	port->n_fds = dev->n_workers;
 	port->offload = tap_offload(port);
-	err = tun_link_set_mtu(port->cfg.name, port->cfg.mtu);
+	/* The VM's MAC: a tap moved into a namespace (or a VMM that takes the
+	 * netdev's address) sends as the port expects, with no step by hand. */
+	err = tun_set_mac(port->fds[0], port->cfg.vm_mac);
+	if (!err)
+		err = tun_link_set_mtu(port->cfg.name, port->cfg.mtu);
 	if (!err)
 		err = tun_link_set_up(port->cfg.name, true);
 	return err;

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <linux/if_tun.h>
 #include <net/if.h>
+#include <net/if_arp.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -74,6 +75,16 @@ int tun_open_vnet(const char *ifname, char *name_out, bool multi_queue, bool vne
 	if (vnet_hdr)
 		flags |= IFF_VNET_HDR;
 	return attach(ifname, flags, name_out);
+}
+
+int tun_set_mac(int fd, const uint8_t mac[6])
+{
+	struct ifreq ifr;
+
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_hwaddr.sa_family = ARPHRD_ETHER;
+	memcpy(ifr.ifr_hwaddr.sa_data, mac, 6);
+	return ioctl(fd, SIOCSIFHWADDR, &ifr) < 0 ? -errno : 0;
 }
 
 int tun_set_offload(int fd, unsigned int flags)

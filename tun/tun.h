@@ -42,4 +42,8 @@ unsigned int tun_queue_for(const uint8_t *ip, size_t len, unsigned int n);
  * exists), -EINVAL, -ENAMETOOLONG or what the kernel said. */
 int tun_open_tap(const char *ifname, int *fds, int n);
 
+/* SIOCSIFHWADDR through an fd of a tap: its netdev's MAC, wherever the
+ * netdev lives. 0 or -errno. */
+int tun_set_mac(int fd, const uint8_t mac[6]);
+
 #endif

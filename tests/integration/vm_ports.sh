@@ -37,8 +37,9 @@ nswg "$NS_B" set "$IF_B" peer "$PUB_a" allowed-ips "$IN4_A/32,$IN6_A/128,10.242.
 ip -n "$NS_A" route add 10.242.1.0/24 dev "$IF_A"
 ip -n "$NS_A" -6 route add fd00:242:1::/64 dev "$IF_A"
 
-# vm N HOST_IF HOST_NS V4 V6 MAC: a tap port on HOST_IF, its netdev moved
-# into namespace -vmN, configured as a VM would be: /32 and /128, default
+# vm N HOST_IF HOST_NS V4 V6 MAC: a tap port on HOST_IF (its netdev with
+# MAC and the MTU from weftd) moved into namespace -vmN, configured as a VM
+# would be: /32 and /128, default
 # routes through the router (IPv4 by the gateway; IPv6 learnt from the RA).
 vm() {
 	local n=$1 ifn=$2 v4=$4 v6=$5 mac=$6 tap=vp${RUN_ID}$1 ns
@@ -46,9 +47,10 @@ vm() {
 	ns=$(ns_name "vm$n")
 	weft -i "$ifn" port add "$tap" tap mac "$mac" address "$v4/32" address "$v6/128" mtu 1420 ||
 		fail "weft port add $tap: $ERR"
+	# The tap comes with the port's VM MAC and MTU: nothing to set by hand.
+	[[ $(ip -n "$3" -o link show "$tap") == *"link/ether $mac "* ]] ||
+		fail "$tap does not have the port's MAC $mac: $(ip -n "$3" -o link show "$tap")"
 	ip -n "$3" link set "$tap" netns "$ns" || fail "moving $tap into $ns"
-	ip -n "$ns" link set "$tap" address "$mac"
-	ip -n "$ns" link set "$tap" mtu 1420
 	ip netns exec "$ns" sysctl -qw "net.ipv6.conf.$tap.accept_ra=1"
 	ip -n "$ns" addr add "$v4/32" dev "$tap"
 	ip -n "$ns" addr add "$v6/128" dev "$tap" nodad
