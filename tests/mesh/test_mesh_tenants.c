@@ -264,6 +264,7 @@ int main(void)
 	test_slots();
 	wg_rwlock_wrlock(&dev->lock);
 	mesh_free(dev);
+	port_table_free(dev);
 	wg_rwlock_unlock(&dev->lock);
 	wg_device_free(dev);
 	printf("test_mesh_tenants: ok\n");
