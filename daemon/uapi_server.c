@@ -553,42 +553,36 @@ static int mkdir_p(const char *dir, mode_t mode)
 	return 0;
 }
 
-/* True when something accepts connections on path (a live daemon); a full
- * backlog counts too. */
-static bool socket_answers(const struct sockaddr_un *addr)
+/* Who accepts connections on addr: the pid of a live daemon (SO_PEERCRED),
+ * -1 when one answers but its pid is unknown (a full backlog), 0 when
+ * nothing does (no socket, or a stale one). */
+static pid_t socket_owner(const struct sockaddr_un *addr)
 {
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	bool live;
-
-	if (fd < 0)
-		return false;
-	live = !connect(fd, (const struct sockaddr *)addr, sizeof(*addr)) || errno == EAGAIN;
-	close(fd);
-	return live;
-}
-
-pid_t uapi_server_owner(const char *dir, const char *ifname)
-{
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	pid_t pid = 0;
-	int fd, n;
 
-	n = snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/%s.sock",
-		     dir ? dir : WG_UAPI_DEFAULT_DIR, ifname);
-	if (n < 0 || (size_t)n >= sizeof(addr.sun_path))
-		return 0;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return 0;
-	if (!connect(fd, (const struct sockaddr *)&addr, sizeof(addr)))
+	if (!connect(fd, (const struct sockaddr *)addr, sizeof(*addr)))
 		pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.pid <= 0 ? -1
 											   : cred.pid;
 	else if (errno == EAGAIN)
 		pid = -1;
 	close(fd);
 	return pid;
+}
+
+pid_t uapi_server_owner(const char *dir, const char *ifname)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int n = snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/%s.sock",
+			 dir ? dir : WG_UAPI_DEFAULT_DIR, ifname);
+
+	if (n < 0 || (size_t)n >= sizeof(addr.sun_path))
+		return 0;
+	return socket_owner(&addr);
 }
 
 /* Binds and listens like wireguard-go's UAPIOpen, but with umask 0177 around
@@ -609,7 +603,7 @@ static int open_listener(const char *path, int *out)
 	old_umask = umask(0177);
 	ret = bind(fd, (struct sockaddr *)&addr, sizeof(addr));
 	if (ret < 0 && errno == EADDRINUSE) {
-		if (socket_answers(&addr))
+		if (socket_owner(&addr))
 			errno = EADDRINUSE;
 		else if (unlink(path) == 0 || errno == ENOENT)
 			ret = bind(fd, (struct sockaddr *)&addr, sizeof(addr));

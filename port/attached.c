@@ -104,6 +104,15 @@ static bool netdev_is_veth(const char *name)
 	return veth;
 }
 
+/* The port's netdev's IPv4 rp_filter sysctl. */
+static int open_rp_filter(const struct port *port, int flags)
+{
+	char path[64 + IFNAMSIZ];
+
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/rp_filter", port->cfg.name);
+	return open(path, flags | O_CLOEXEC);
+}
+
 /* Anti-spoofing without BPF, IPv4 only: the kernel drops a VM's packet
  * whose source does not route back through its netdev. The netdev is not
  * weftd's: its rp_filter is read first, and put back when the port goes
@@ -111,11 +120,9 @@ static bool netdev_is_veth(const char *name)
 static void set_rp_filter(struct port *port)
 {
 	const char *name = port->cfg.name;
-	char path[64 + IFNAMSIZ], was = 0;
-	int fd;
+	char was = 0;
+	int fd = open_rp_filter(port, O_RDWR);
 
-	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/rp_filter", name);
-	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd >= 0 && (read(fd, &was, 1) != 1 || was < '0' || was > '2'))
 		was = 0;
 	if (fd < 0 || pwrite(fd, "1", 1, 0) != 1)
@@ -128,13 +135,11 @@ static void set_rp_filter(struct port *port)
 
 static void restore_rp_filter(struct port *port)
 {
-	char path[64 + IFNAMSIZ];
 	int fd;
 
 	if (!port->rp_filter_was || port->rp_filter_was == '1')
 		return;
-	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/rp_filter", port->cfg.name);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
+	fd = open_rp_filter(port, O_WRONLY);
 	if (fd < 0 || write(fd, &port->rp_filter_was, 1) != 1)
 		log_info("port %s: cannot restore rp_filter %c: %s", port->cfg.name,
 			 port->rp_filter_was, strerror(errno)); /* the netdev may be gone */
