@@ -210,7 +210,8 @@ static void usage(FILE *f, const char *prog)
 		"                                         (default: the fastest on this CPU)\n"
 		"  WEFT_TEST_UNDER_LOAD=1                 tests: always answer with cookies\n"
 		"  WEFT_TEST_CLOCK_SPEEDUP=N              tests: protocol clock N times faster\n"
-		"  WEFT_TEST_MESH_REFRESH=0               tests: no periodic mesh re-announcement\n",
+		"  WEFT_TEST_MESH_REFRESH=0               tests: no periodic mesh re-announcement\n"
+		"  WEFT_TEST_IDLE_TRIM_MS=N               tests: give buffers back after N ms idle\n",
 		prog);
 }
 

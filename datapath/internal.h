@@ -121,7 +121,10 @@ struct dp_worker {
 	unsigned int batches_carved;
 	struct dp_pktpool big;      /* 64 KiB reads and coalesced writes */
 	struct dp_pktpool small;    /* single packets */
+	unsigned int idle_trim_ms;  /* IDLE_TRIM_MS but in tests */
 	bool trimmed;               /* pools trimmed since the last traffic */
+	bool trimming;              /* reads cancelled for a trim, not yet all in */
+	bool traffic;               /* this turn completed more than cancels */
 	struct wg_pkt *gro_spare;   /* a big buffer for the next TCP packet */
 	struct tun_gro gro;         /* this batch's coalescing table */
 	struct tun_offload_seg segs[TUN_OFFLOAD_MAX_SEGS];

@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "datapath/internal.h"
@@ -444,12 +443,23 @@ static void send_done(struct dp_worker *w, struct op *op, int res)
 	sock_release(w, op->sock);
 }
 
+/* Whether op is a read into one of the worker's buffers. */
+static bool reads_into_buffer(const struct op *op)
+{
+	return op->in_use &&
+	       (op->type == OP_TUN_READ || op->type == OP_UDP_RECV || op->type == OP_PORT_READ);
+}
+
 static void complete(struct dp_worker *w, struct op *op, int res)
 	WG_REQUIRES_SHARED(w->dev->lock)
 {
 	struct wg_device *dev = w->dev;
 	struct wg_pkt *p = op->pkt;
 
+	/* A read the trim cancelled, or the cancel itself, is no traffic. */
+	if (op->type != OP_CANCEL &&
+	    !(reads_into_buffer(op) && (res == -ECANCELED || res == -EINTR)))
+		w->traffic = true;
 	switch (op->type) {
 	case OP_TUN_READ:
 		w->tun_reads--;
@@ -597,25 +607,68 @@ static void drain(struct dp_worker *w)
 	}
 }
 
-/* Quiet for a while: memory goes back to what idle needs. Free buffers go
- * whole; a buffer under an armed read keeps its first page (its header)
- * and loses the rest, which the kernel refills with zero pages if data
- * ever lands there. */
-static void trim(struct dp_worker *w)
+static bool buffer_reads_armed(const struct dp_worker *w)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	for (unsigned int i = 0; i < w->ops_carved; i++)
+		if (reads_into_buffer(&w->ops[i]))
+			return true;
+	return false;
+}
 
+static void trim_finish(struct dp_worker *w)
+{
 	dp_pktpool_trim(&w->big);
 	dp_pktpool_trim(&w->small);
+	w->trimming = false;
+	w->trimmed = true;
+}
+
+/* Quiet for a while: memory goes back to what idle needs. The buffers
+ * under armed reads cannot be trimmed where they are: a TUN or tap read
+ * runs in an io-wq thread, and so can a UDP receive (io_uring reissues a
+ * poll-armed request there when another took the datagram it woke for).
+ * That thread may be copying a packet in at that very moment, and pages
+ * dropped under a copy lose what it wrote: datagrams failed
+ * authentication, and a TUN read would be sealed with zeros (its checksum
+ * completed over them). So the reads are
+ * cancelled first; their buffers come back through complete(), and once
+ * none is armed the pools are trimmed whole (trim_finish). Reads armed
+ * again touch only their buffer's first page until data lands. Traffic
+ * in the meantime calls the trim off (see worker_thread). */
+static void trim_begin(struct dp_worker *w)
+{
+	struct io_uring_sqe *sqe;
+
+	w->trimming = true;
 	for (unsigned int i = 0; i < w->ops_carved; i++) {
 		struct op *op = &w->ops[i];
 
-		if (op->in_use &&
-		    (op->type == OP_TUN_READ || op->type == OP_UDP_RECV || op->type == OP_PORT_READ) &&
-		    op->pkt->pool_id == POOL_BIG)
-			madvise((uint8_t *)op->pkt + page, w->big.slot - page, MADV_DONTNEED);
+		if (!reads_into_buffer(op))
+			continue;
+		if (!dp_prepare(w, OP_CANCEL, &sqe))
+			break; /* the rest end with traffic, which calls the trim off */
+		io_uring_prep_cancel(sqe, op, 0);
 	}
-	w->trimmed = true;
+	if (!buffer_reads_armed(w))
+		trim_finish(w);
+}
+
+/* IDLE_TRIM_MS, or WEFT_TEST_IDLE_TRIM_MS (1 to 60000): tests trim between
+ * bursts to prove that trimming never touches a buffer the kernel fills. */
+static unsigned int idle_trim_ms(void)
+{
+	const char *s = getenv("WEFT_TEST_IDLE_TRIM_MS");
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return IDLE_TRIM_MS;
+	v = strtoul(s, &end, 10);
+	if (*end || v < 1 || v > 60000) {
+		log_error("WEFT_TEST_IDLE_TRIM_MS=%s: not 1 to 60000, using %d", s, IDLE_TRIM_MS);
+		return IDLE_TRIM_MS;
+	}
+	return (unsigned int)v;
 }
 
 static void *worker_thread(void *arg)
@@ -636,23 +689,25 @@ static void *worker_thread(void *arg)
 	wg_rwlock_unlock(&w->dev->lock);
 	arm_wake(w);
 	while (!atomic_load(&dev->stopping)) {
-		struct __kernel_timespec idle = { .tv_sec = IDLE_TRIM_MS / 1000,
-						  .tv_nsec = (IDLE_TRIM_MS % 1000) * 1000000L };
+		struct __kernel_timespec idle = { .tv_sec = w->idle_trim_ms / 1000,
+						  .tv_nsec = (w->idle_trim_ms % 1000) * 1000000L };
 		struct io_uring_cqe *cqe;
 		unsigned int n, reaped = 0;
 		int ret;
 
-		refill(w);
-		ret = io_uring_submit_and_wait_timeout(&w->ring, &cqe, 1, w->trimmed ? NULL : &idle, NULL);
+		if (!w->trimming)
+			refill(w);
+		ret = io_uring_submit_and_wait_timeout(&w->ring, &cqe, 1,
+						       w->trimmed || w->trimming ? NULL : &idle, NULL);
 		if (ret == -ETIME) {
-			trim(w);
+			trim_begin(w);
 			continue;
 		}
 		if (ret < 0 && ret != -EINTR && ret != -EBUSY && ret != -EAGAIN) {
 			log_error("io_uring_submit_and_wait: %s", strerror(-ret));
 			break;
 		}
-		w->trimmed = false;
+		w->traffic = false;
 		wg_rwlock_rdlock(&w->dev->lock);
 		if (w->ports_gen != atomic_load(&dev->ports->gen))
 			dp_follow_ports(w);
@@ -660,6 +715,12 @@ static void *worker_thread(void *arg)
 			n = reap(w);
 			reaped += n;
 		} while (n == REAP_BATCH);
+		if (w->traffic) {
+			w->trimmed = false;
+			w->trimming = false;
+		} else if (w->trimming && !buffer_reads_armed(w)) {
+			trim_finish(w);
+		}
 		if (reaped) {
 			atomic_fetch_add_explicit(&w->turns, 1, memory_order_relaxed);
 			atomic_fetch_add_explicit(&w->completions, reaped, memory_order_relaxed);
@@ -713,6 +774,7 @@ int dp_worker_start(struct wg_device *dev, int id, int tun_fd, int cpu, struct d
 	w->ops = calloc(N_OPS, sizeof(*w->ops));
 	w->batches = calloc(N_BATCHES, sizeof(*w->batches));
 	w->vnet = dev->tun_vnet;
+	w->idle_trim_ms = idle_trim_ms();
 	/* Each segment was authenticated by Poly1305 just before: corruption
 	 * on the wire cannot reach the table, so the TCP checksum pass that
 	 * Linux GRO makes would only cost time (kernel WireGuard likewise marks

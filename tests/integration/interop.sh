@@ -45,8 +45,25 @@ udp_check() {
 	((${sizes:-0} == 5)) || fail "udp_check: only ${sizes:-0} of the 5 burst sizes arrived (${got:-0} datagrams)"
 }
 
+# trims IFNAME: a weftd whose idle memory is checked (not a sanitizer build,
+# whose allocator keeps what it freed).
+trims() {
+	is_weftd "${DAEMON_IMPL[$1]}" && ! is_sanitized "$(impl_bin "${DAEMON_IMPL[$1]}")"
+}
+
+# idle_trimmed IFNAME PSS_KB: once traffic stops, the workers give their
+# buffer pages back (datapath/worker.c, trim_begin): PSS returns to within
+# 2 MiB of PSS_KB, what the daemon had before the transfer.
+idle_trimmed() {
+	local pid=${DAEMON_PID[$1]} bound=$(($2 + 2048))
+	pss_at_most() { (($(pss_kb "$1") <= $2)); }
+	wait_for 60 pss_at_most "$pid" "$bound" ||
+		fail "$1: PSS $(pss_kb "$pid") KiB 60 s after the transfer, over $bound (was $2 before): idle buffers were not trimmed"
+	log "$1: PSS back to $(pss_kb "$pid") KiB after the transfer (was $2 KiB before it)"
+}
+
 round() {
-	local fam=$1 t0 hs ms now inner
+	local fam=$1 t0 hs ms now inner ifn
 	IF_A=$(ifname "a$fam")
 	IF_B=$(ifname "b$fam")
 	step "outer IPv$fam: $IMPL_A ($IF_A) initiates to $IMPL_B ($IF_B)"
@@ -75,8 +92,15 @@ round() {
 	if [[ $fam == 4 ]]; then
 		# The acceptance transfer: WEFT_INTEROP_BYTES (1G; less in a
 		# sanitizer build) each way over the IPv4 round.
+		local -A pss0=()
+		for ifn in "$IF_A" "$IF_B"; do
+			trims "$ifn" && pss0[$ifn]=$(pss_kb "${DAEMON_PID[$ifn]}")
+		done
 		step "IPv4: iperf3 TCP ${WEFT_INTEROP_BYTES:-1G} each direction to $IN4_B"
 		iperf_both "$NS_A" "$NS_B" "$IN4_B" 40 "${WEFT_INTEROP_BYTES:-1G}"
+		for ifn in "${!pss0[@]}"; do
+			idle_trimmed "$ifn" "${pss0[$ifn]}"
+		done
 	else
 		step "IPv6: iperf3 TCP 3 s both directions to $IN6_B"
 		iperf_both "$NS_A" "$NS_B" "$IN6_B" 3
