@@ -5,10 +5,14 @@
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME weft)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(CPACK_PACKAGE_CONTACT "weft developers <weft@localhost>")
+# The Maintainer field and the changelog's signature (packaging/CMakeLists.txt).
+set(CPACK_PACKAGE_CONTACT "${WEFT_MAINTAINER}")
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${WEFT_MAINTAINER}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "userspace WireGuard daemon for hosts that run VMs")
+# CPackDeb puts the summary in front as the synopsis: the extended
+# description must not repeat it.
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
-  "userspace WireGuard daemon for hosts that run VMs\n weftd speaks standard WireGuard (a drop-in for wireguard-go under wg and\n wg-quick), carries the host's traffic through a TUN interface and serves\n VM NICs (tap and vhost-user ports) as their first-hop router. weft is its\n CLI. Includes a systemd unit (weftd@.service) and Prometheus metrics.")
+  "weftd speaks standard WireGuard (a drop-in for wireguard-go under wg and\n wg-quick), carries the host's traffic through a TUN interface and serves\n VM NICs (tap and vhost-user ports) as their first-hop router. weft is its\n CLI. Includes a systemd unit (weftd@.service) and Prometheus metrics.")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_RELEASE 1)

@@ -192,4 +192,4 @@ int weft_bypass(struct __sk_buff *skb)
 	return TC_ACT_OK;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual MIT/GPL"; /* GPL-compatible, as the kernel requires */

@@ -19,8 +19,8 @@ PACKAGES=(
 	# service: man pages (scdoc), the .deb (cpack, dpkg-shlibdeps), metrics
 	# scrapes checked with promtool (prometheus: only its promtool is used;
 	# the server is kept from starting, see policy-rc.d below), man(1) for
-	# the installed pages
-	scdoc dpkg-dev prometheus curl man-db
+	# the installed pages, lintian for the .deb
+	scdoc dpkg-dev prometheus curl man-db lintian
 )
 
 missing=()

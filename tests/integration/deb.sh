@@ -2,7 +2,8 @@
 # deb.sh IMPL_A IMPL_B — the Debian package: `cpack -G DEB` in the build
 # folder makes a .deb with the binaries, the unit, the man pages and the
 # docs, whose Depends names the package of every library the binaries load
-# (readelf, ldd); `dpkg -i` installs it on this machine (CI machines are disposable),
+# (readelf, ldd), with a real Maintainer, a DEP-5 copyright file, a
+# changelog, and no lintian error; `dpkg -i` installs it on this machine (CI machines are disposable),
 # the installed man pages and unit are checked, and a small demo runs from
 # /usr/sbin/weftd and /usr/bin/weft between two namespaces. `dpkg -r` at the
 # end (dpkg -P), whatever happens.
@@ -36,10 +37,11 @@ DEB=$(ls "$WORK"/pkg/weft_*.deb 2>/dev/null | head -1)
 [[ -f $DEB ]] || fail "no .deb in $WORK/pkg: $(ls "$WORK/pkg")"
 log "built $(basename "$DEB") ($(stat -c %s "$DEB") bytes)"
 dpkg-deb -c "$DEB" | awk '{ print $6 }' >"$WORK/contents"
-for f in ./usr/sbin/weftd ./usr/bin/weft ./usr/lib/systemd/system/weftd@.service \
+for f in ./usr/sbin/weftd ./usr/bin/weft ./lib/systemd/system/weftd@.service \
 	./usr/share/man/man8/weftd.8.gz ./usr/share/man/man8/weft.8.gz \
 	./usr/share/doc/weft/README.md ./usr/share/doc/weft/systemd.md \
-	./usr/share/doc/weft/examples/weftd.env.example; do
+	./usr/share/doc/weft/examples/weftd.env.example \
+	./usr/share/doc/weft/copyright ./usr/share/doc/weft/changelog.Debian.gz; do
 	grep -qx -- "$f" "$WORK/contents" || fail "the .deb lacks $f"
 done
 # Nothing of the build's tests or benchmarks.
@@ -48,6 +50,21 @@ depends=$(dpkg-deb -f "$DEB" Depends)
 log "Depends: $depends"
 [[ $(dpkg-deb -f "$DEB" Package) == weft ]] || fail "package name"
 [[ $(dpkg-deb -f "$DEB" Architecture) == "$(dpkg --print-architecture)" ]] || fail "architecture"
+maint=$(dpkg-deb -f "$DEB" Maintainer)
+[[ $maint =~ ^[^\<]+\ \<[^@\>]+@[^@\>]+\>$ && $maint != *@localhost* ]] || fail "Maintainer: '$maint'"
+# The copyright file is machine-readable (DEP-5) and names the licence at
+# the repository's root.
+dpkg-deb --fsys-tarfile "$DEB" | tar -xO ./usr/share/doc/weft/copyright >"$WORK/copyright"
+head -1 "$WORK/copyright" | grep -q '^Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' ||
+	fail "copyright is not DEP-5: $(head -1 "$WORK/copyright")"
+grep -q '^License: MIT$' "$WORK/copyright" || fail "copyright names no MIT licence"
+if command -v lintian >/dev/null 2>&1; then
+	# lintian exits non-zero on an error tag; warnings are logged.
+	lintian "$DEB" >"$WORK/lintian.log" 2>&1 || fail "lintian: $(grep -v '^running with root' "$WORK/lintian.log")"
+	log "lintian: $(grep -c '^W:' "$WORK/lintian.log") warnings, no errors: $(grep '^W:' "$WORK/lintian.log" | tr '\n' ' ')"
+else
+	skip_part "lintian not installed: the .deb is not linted"
+fi
 
 step "dpkg -i"
 timeout 60 dpkg -i "$DEB" >"$WORK/dpkg.log" 2>&1 || fail "dpkg -i: $(tail -20 "$WORK/dpkg.log")"
@@ -82,7 +99,7 @@ else
 	skip_part "man not installed: pages not rendered"
 fi
 if command -v systemd-analyze >/dev/null 2>&1; then
-	systemd-analyze verify --man=no /usr/lib/systemd/system/weftd@.service >"$WORK/verify.log" 2>&1 ||
+	systemd-analyze verify --man=no /lib/systemd/system/weftd@.service >"$WORK/verify.log" 2>&1 ||
 		true
 	grep -q . "$WORK/verify.log" && fail "systemd-analyze verify: $(cat "$WORK/verify.log")"
 else
@@ -112,7 +129,7 @@ stop_daemon "$IF_B"
 
 step "dpkg -P (remove and purge)"
 timeout 60 dpkg -P weft >"$WORK/dpkg-r.log" 2>&1 || fail "dpkg -P: $(tail -5 "$WORK/dpkg-r.log")"
-[[ ! -e /usr/sbin/weftd && ! -e /usr/bin/weft && ! -e /usr/lib/systemd/system/weftd@.service ]] ||
+[[ ! -e /usr/sbin/weftd && ! -e /usr/bin/weft && ! -e /lib/systemd/system/weftd@.service ]] ||
 	fail "files left after dpkg -P"
 [[ -z $(dpkg-query -W -f='${Status}' weft 2>/dev/null | grep -v 'not-installed') ]] ||
 	fail "dpkg still knows weft: $(dpkg-query -W -f='${Status}' weft)"

@@ -133,6 +133,12 @@ lib_init() {
 	IMPL_A=$1
 	IMPL_B=$2
 	need_impl "$IMPL_A" "$IMPL_B"
+	# The unit_sandbox variants: weftd under tests/tools/unit_sandbox.
+	if [[ -n ${WEFT_SANDBOX_UNIT:-} ]]; then
+		need_cmd systemd-analyze setpriv unshare
+		! is_sanitized "$WEFT_SANDBOX_WEFTD" ||
+			skip "a sanitizer build under the unit's filter: LeakSanitizer needs ptrace, which it refuses"
+	fi
 	WORK=$(mktemp -d "/tmp/${PFX}.XXXXXX")
 	mkdir -p "$WG_SOCK_DIR"
 	log "run $PFX: A=$IMPL_A ($(impl_bin "$IMPL_A")) B=$IMPL_B ($(impl_bin "$IMPL_B"))"
