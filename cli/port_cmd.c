@@ -15,6 +15,7 @@ static const char port_usage_text[] =
 	"                 mac MAC\n"
 	"                 [address CIDR]... [prefix CIDR]... [gateway4 IP] [mtu N]\n"
 	"                 [router-mac MAC]\n"
+	"                 [socket-owner USER] [socket-group GROUP] [socket-mode MODE]\n"
 	"       weft [-i IFNAME] port del NAME\n"
 	"       weft [-i IFNAME] port list [--json]\n"
 	"       weft [-i IFNAME] port load FILE [--prune] [-n|--dry-run]\n"
@@ -30,6 +31,10 @@ static const char port_usage_text[] =
 	"        gateway4 IP      the VM's IPv4 gateway (default 169.254.1.1)\n"
 	"        mtu N            1280 to 9000 (default 1500)\n"
 	"        router-mac MAC   the router side's MAC (default 02:77:65:66:74:01)\n"
+	"        socket-owner USER, socket-group GROUP, socket-mode MODE\n"
+	"                         a vhost-user server socket's owner, group and\n"
+	"                         octal mode (default root, root, 0600), so that a\n"
+	"                         VMM run as another user can connect\n"
 	"del   removes the port NAME.\n"
 	"list  a table of name, type, MAC, addresses, state, rx/tx packets and drops;\n"
 	"      --json: every field and counter.\n"
@@ -76,6 +81,8 @@ static const struct add_word {
 } add_words[] = {
 	{ "mac", "mac" },           { "address", "address" }, { "prefix", "prefix" },
 	{ "gateway4", "gateway4" }, { "mtu", "mtu" },         { "router-mac", "router_mac" },
+	{ "socket-owner", "socket_owner" }, { "socket-group", "socket_group" },
+	{ "socket-mode", "socket_mode" },
 };
 
 static const char *add_key(const char *word)
@@ -221,6 +228,12 @@ static void json_port(const struct port_info *p)
 	if (c->type == PORT_VHOST_USER) {
 		cli_json_str(c->path);
 		printf(",\n    \"mode\": \"%s\"", c->server ? "server" : "client");
+		if (c->server) {
+			printf(",\n    \"socket_owner\": %ld,\n    \"socket_group\": %ld",
+			       c->has_socket_uid ? (long)c->socket_uid : 0L,
+			       c->has_socket_gid ? (long)c->socket_gid : 0L);
+			printf(",\n    \"socket_mode\": \"%04o\"", c->socket_mode ? c->socket_mode : 0600);
+		}
 	} else {
 		printf("null,\n    \"mode\": null");
 	}

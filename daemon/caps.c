@@ -14,8 +14,10 @@
 #define CAP_BPF 39
 #endif
 
-/* NET_RAW and BPF: attached ports' NDP/ARP packet sockets and the bypass. */
-static const int keep[] = { CAP_NET_ADMIN, CAP_NET_BIND_SERVICE, CAP_NET_RAW, CAP_BPF };
+/* NET_RAW and BPF: attached ports' NDP/ARP packet sockets and the bypass.
+ * CHOWN: a vhost-user socket handed to the VMM's user or group
+ * (socket-owner, socket-group). */
+static const int keep[] = { CAP_NET_ADMIN, CAP_NET_BIND_SERVICE, CAP_NET_RAW, CAP_BPF, CAP_CHOWN };
 
 static int kept(int cap)
 {

@@ -28,7 +28,10 @@ static bool identical(const struct port_config *a, const struct port_config *b)
 	if (strcmp(a->name, b->name) || a->type != b->type || strcmp(a->path, b->path) ||
 	    a->server != b->server || memcmp(a->vm_mac, b->vm_mac, 6) ||
 	    a->has_router_mac != b->has_router_mac || a->has_gateway4 != b->has_gateway4 ||
-	    a->n_addrs != b->n_addrs || a->n_prefixes != b->n_prefixes || a->mtu != b->mtu)
+	    a->n_addrs != b->n_addrs || a->n_prefixes != b->n_prefixes || a->mtu != b->mtu ||
+	    a->has_socket_uid != b->has_socket_uid || a->socket_uid != b->socket_uid ||
+	    a->has_socket_gid != b->has_socket_gid || a->socket_gid != b->socket_gid ||
+	    a->socket_mode != b->socket_mode)
 		return false;
 	if ((a->has_router_mac && memcmp(a->router_mac, b->router_mac, 6)) ||
 	    (a->has_gateway4 && memcmp(a->gateway4, b->gateway4, 4)))

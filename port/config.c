@@ -260,6 +260,15 @@ int port_config_check(const struct port_config *cfg, const char **why)
 	ret = check_gateway4(cfg, why);
 	if (ret)
 		return ret;
+	if ((cfg->has_socket_uid || cfg->has_socket_gid || cfg->socket_mode) &&
+	    (cfg->type != PORT_VHOST_USER || !cfg->server)) {
+		*why = "socket owner, group and mode are for a vhost-user port in server mode";
+		return -EINVAL;
+	}
+	if (cfg->socket_mode & ~0777) {
+		*why = "socket mode must be 0 to 0777 (permission bits only)";
+		return -EINVAL;
+	}
 	if (cfg->mtu && (cfg->mtu < PORT_MTU_MIN || cfg->mtu > PORT_MTU_MAX)) {
 		*why = "MTU not in 1280..9000";
 		return -EINVAL;

@@ -40,6 +40,11 @@ struct port_config {
 	enum port_type type;
 	char path[PORT_PATH_MAX];      /* vhost-user: the socket */
 	bool server;                   /* vhost-user: weftd listens (default) */
+	/* vhost-user server: who may connect to the socket weftd creates (a
+	 * VMM running as libvirt-qemu, say). Unset: root's, mode 0600. */
+	bool has_socket_uid, has_socket_gid;
+	uint32_t socket_uid, socket_gid;
+	uint16_t socket_mode;          /* 0: 0600 */
 	uint8_t vm_mac[6];
 	bool has_router_mac;
 	uint8_t router_mac[6];         /* default PORT_ROUTER_MAC_DEFAULT */

@@ -14,6 +14,8 @@ void port_text_normalize(struct port_config *cfg)
 
 	if (!cfg->mtu)
 		cfg->mtu = PORT_MTU_DEFAULT;
+	if (cfg->type == PORT_VHOST_USER && cfg->server && !cfg->socket_mode)
+		cfg->socket_mode = 0600;
 	if (!cfg->has_router_mac) {
 		memcpy(cfg->router_mac, router, 6);
 		cfg->has_router_mac = true;
@@ -48,6 +50,9 @@ bool port_text_same_config(const struct port_config *a, const struct port_config
 	 * inclusion one way make equal sets; both ways guards the unchecked. */
 	return !strncmp(x.name, y.name, PORT_NAME_MAX) && x.type == y.type &&
 	       !strncmp(x.path, y.path, PORT_PATH_MAX) && x.server == y.server &&
+	       x.has_socket_uid == y.has_socket_uid && x.socket_uid == y.socket_uid &&
+	       x.has_socket_gid == y.has_socket_gid && x.socket_gid == y.socket_gid &&
+	       x.socket_mode == y.socket_mode &&
 	       !memcmp(x.vm_mac, y.vm_mac, 6) &&
 	       /* An attached port's router MAC is its netdev's, whatever was asked. */
 	       (x.type == PORT_ATTACHED || !memcmp(x.router_mac, y.router_mac, 6)) &&

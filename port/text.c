@@ -13,6 +13,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,6 +125,76 @@ static int set_mode(struct port_config *c, const char *v, size_t n, const char *
 	return 0;
 }
 
+/* A user or group: a number, or a name looked up now (the CLI sends the
+ * number it found). */
+static int parse_id(const char *v, size_t n, bool group, uint32_t *id, const char **why)
+{
+	char s[256];
+	uint64_t num;
+
+	if (text_parse_u64(v, n, UINT32_MAX - 1, &num)) {
+		*id = (uint32_t)num;
+		return 0;
+	}
+	if (!copy_cstr(s, sizeof(s), v, n) || !s[0]) {
+		*why = group ? "bad group" : "bad user";
+		return -EINVAL;
+	}
+	if (group) {
+		struct group gr, *res = NULL;
+		char buf[4096];
+
+		if (getgrnam_r(s, &gr, buf, sizeof(buf), &res) || !res) {
+			*why = "no such group";
+			return -EINVAL;
+		}
+		*id = (uint32_t)res->gr_gid;
+	} else {
+		struct passwd pw, *res = NULL;
+		char buf[4096];
+
+		if (getpwnam_r(s, &pw, buf, sizeof(buf), &res) || !res) {
+			*why = "no such user";
+			return -EINVAL;
+		}
+		*id = (uint32_t)res->pw_uid;
+	}
+	return 0;
+}
+
+static int set_socket_owner(struct port_config *c, const char *v, size_t n, const char **why)
+{
+	c->has_socket_uid = true;
+	return parse_id(v, n, false, &c->socket_uid, why);
+}
+
+static int set_socket_group(struct port_config *c, const char *v, size_t n, const char **why)
+{
+	c->has_socket_gid = true;
+	return parse_id(v, n, true, &c->socket_gid, why);
+}
+
+/* Octal permission bits, as chmod takes them (0660, 660). */
+static int set_socket_mode(struct port_config *c, const char *v, size_t n, const char **why)
+{
+	unsigned int mode = 0;
+
+	if (!n || n > 4)
+		goto bad;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] < '0' || v[i] > '7')
+			goto bad;
+		mode = mode * 8 + (unsigned int)(v[i] - '0');
+	}
+	if (!mode || mode > 0777)
+		goto bad;
+	c->socket_mode = (uint16_t)mode;
+	return 0;
+bad:
+	*why = "socket mode must be octal permission bits, 1 to 0777 (e.g. 0660)";
+	return -EINVAL;
+}
+
 static int set_mac(struct port_config *c, const char *v, size_t n, const char **why)
 {
 	if (!parse_mac(v, n, c->vm_mac)) {
@@ -212,6 +284,9 @@ static const struct port_key {
 	{ "type", "Type", false, set_type },
 	{ "path", "Path", false, set_path },
 	{ "mode", "Mode", false, set_mode },
+	{ "socket_owner", "SocketOwner", false, set_socket_owner },
+	{ "socket_group", "SocketGroup", false, set_socket_group },
+	{ "socket_mode", "SocketMode", false, set_socket_mode },
 	{ "mac", "MAC", false, set_mac },
 	{ "router_mac", "RouterMAC", false, set_router_mac },
 	{ "gateway4", "Gateway4", false, set_gateway4 },
@@ -346,6 +421,12 @@ static void format_config(struct text_buf *b, const struct port_config *c, const
 	if (c->type == PORT_VHOST_USER) {
 		text_buf_printf(b, "path=%s\n", c->path);
 		text_buf_printf(b, "mode=%s\n", c->server ? "server" : "client");
+		if (c->has_socket_uid)
+			text_buf_printf(b, "socket_owner=%u\n", c->socket_uid);
+		if (c->has_socket_gid)
+			text_buf_printf(b, "socket_group=%u\n", c->socket_gid);
+		if (c->socket_mode)
+			text_buf_printf(b, "socket_mode=%04o\n", c->socket_mode);
 	}
 	port_text_mac(c->vm_mac, s);
 	text_buf_printf(b, "mac=%s\n", s);
@@ -674,9 +755,16 @@ int port_text_format_file(const struct port_config *cfgs, size_t n, char **out, 
 
 		text_buf_printf(&b, "%s[Port]\nName = %s\nType = %s\n", i ? "\n" : "", c->name,
 			   port_text_type_name(c->type) ? port_text_type_name(c->type) : "");
-		if (c->type == PORT_VHOST_USER)
+		if (c->type == PORT_VHOST_USER) {
 			text_buf_printf(&b, "Path = %s\nMode = %s\n", c->path,
 				   c->server ? "server" : "client");
+			if (c->has_socket_uid)
+				text_buf_printf(&b, "SocketOwner = %u\n", c->socket_uid);
+			if (c->has_socket_gid)
+				text_buf_printf(&b, "SocketGroup = %u\n", c->socket_gid);
+			if (c->socket_mode)
+				text_buf_printf(&b, "SocketMode = %04o\n", c->socket_mode);
+		}
 		port_text_mac(c->vm_mac, s);
 		text_buf_printf(&b, "MAC = %s\n", s);
 		if (c->has_router_mac) {

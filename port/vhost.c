@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "port/ports.h"
@@ -149,6 +150,36 @@ static void *vhost_thread(void *arg)
 	return NULL;
 }
 
+/* The listening socket is created 0600 root; a port may give it to the
+ * VMM's user and group (QEMU under libvirt runs as libvirt-qemu) and a
+ * wider mode. Mode first, while root still owns it (changing the mode of
+ * another user's file would take CAP_FOWNER), owner second: at no moment
+ * is it open to more than the final owner and group. */
+static int hand_over_socket(const struct port_config *cfg)
+{
+	int err;
+
+	if (cfg->socket_mode && chmod(cfg->path, cfg->socket_mode) < 0) {
+		err = -errno;
+		log_error("port %s: cannot set mode %04o on %s: %s", cfg->name, cfg->socket_mode,
+			  cfg->path, strerror(-err));
+		goto fail;
+	}
+	if ((cfg->has_socket_uid || cfg->has_socket_gid) &&
+	    chown(cfg->path, cfg->has_socket_uid ? (uid_t)cfg->socket_uid : (uid_t)-1,
+		  cfg->has_socket_gid ? (gid_t)cfg->socket_gid : (gid_t)-1) < 0) {
+		err = -errno;
+		log_error("port %s: cannot give %s to %d:%d: %s", cfg->name, cfg->path,
+			  cfg->has_socket_uid ? (int)cfg->socket_uid : -1,
+			  cfg->has_socket_gid ? (int)cfg->socket_gid : -1, strerror(-err));
+		goto fail;
+	}
+	return 0;
+fail:
+	unlink(cfg->path);
+	return err;
+}
+
 /* Opens the socket (listen or first connect attempt) and starts the
  * thread. 0 or -errno. */
 static int vhost_start(struct wg_device *dev, struct port *port)
@@ -186,6 +217,11 @@ static int vhost_start(struct wg_device *dev, struct port *port)
 		if (v->listen_fd < 0) {
 			free(ctx);
 			return v->listen_fd;
+		}
+		err = hand_over_socket(&port->cfg);
+		if (err) {
+			free(ctx);
+			return err;
 		}
 	}
 	ctx->dev = dev;

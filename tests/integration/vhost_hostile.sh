@@ -217,6 +217,33 @@ tap_dropped=$(($(tap_drops) - TAP_DROPS0))
 ((replies > 0 && tap_dropped == 0)) || fail "the tap ports dropped $tap_dropped frames during the hostile sessions ($replies replies)"
 ping_ok "$VM2_NS" 10.244.1.11 3 || fail "vm2 -> vm1 after the test"
 
+step "a socket handed to the VMM's user: socket-owner, socket-group, socket-mode"
+# QEMU under libvirt runs as libvirt-qemu; here nobody:nogroup stands in.
+# The default socket (root, 0600) refuses it; the handed-over one lets it in.
+chmod o+x "$WORK"
+SOCK2=$WORK/vu2.sock
+weft -i "$IF_A" port add "${VU_PORT}b" vhost-user "$SOCK2" mac 52:54:00:44:02:22 \
+	socket-owner nobody socket-group nogroup socket-mode 0660 || fail "port add with socket-owner: $ERR"
+wait_for "$HANG_SECS" test -S "$SOCK2" || hang "weftd does not listen on $SOCK2"
+[[ $(stat -c '%U:%G %a' "$SOCK2") == "nobody:nogroup 660" ]] ||
+	fail "$SOCK2 is $(stat -c '%U:%G %a' "$SOCK2"), expected nobody:nogroup 660"
+[[ $(stat -c '%U:%G %a' "$SOCK") == "root:root 600" ]] || fail "$SOCK is $(stat -c '%U:%G %a' "$SOCK"), expected root:root 600"
+as_nobody_connect() {
+	timeout "$HANG_SECS" setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		socat -u OPEN:/dev/null "UNIX-CONNECT:$1" 2>&1
+}
+out=$(as_nobody_connect "$SOCK2") || fail "nobody cannot connect to $SOCK2: $out"
+out=$(as_nobody_connect "$SOCK") && fail "nobody connected to the root-only $SOCK"
+[[ $out == *"Permission denied"* ]] || fail "nobody on $SOCK: $out"
+weft -i "$IF_A" port list --json >/dev/null || fail "weft port list: $ERR"
+[[ $(jq -r --arg p "${VU_PORT}b" '.[] | select(.name == $p) | .socket_mode' <<<"$OUT") == 0660 ]] ||
+	fail "port list --json: no socket_mode 0660 for ${VU_PORT}b"
+weft -i "$IF_A" port del "${VU_PORT}b" || fail "weft port del ${VU_PORT}b: $ERR"
+weft -i "$IF_A" port add "${VU_PORT}c" vhost-user "$WORK/vu3.sock" client mac 52:54:00:44:02:23 \
+	socket-owner nobody && fail "socket-owner accepted for a client-mode port"
+[[ $ERR == *"server mode"* ]] || fail "socket-owner on a client port: $ERR"
+log "socket-owner/group/mode: nobody:nogroup 0660 connects, the default root 0600 refuses it"
+
 step "the port goes away cleanly"
 weft -i "$IF_A" port del "$VU_PORT" || fail "weft port del $VU_PORT: $ERR"
 alive "$WEFTD_PID" || fail "weftd died on port del"

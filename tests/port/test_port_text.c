@@ -44,7 +44,10 @@ static bool config_identical(const struct port_config *a, const struct port_conf
 	if (strcmp(a->name, b->name) || a->type != b->type || strcmp(a->path, b->path) ||
 	    a->server != b->server || memcmp(a->vm_mac, b->vm_mac, 6) ||
 	    a->has_router_mac != b->has_router_mac || a->has_gateway4 != b->has_gateway4 ||
-	    a->n_addrs != b->n_addrs || a->n_prefixes != b->n_prefixes || a->mtu != b->mtu)
+	    a->n_addrs != b->n_addrs || a->n_prefixes != b->n_prefixes || a->mtu != b->mtu ||
+	    a->has_socket_uid != b->has_socket_uid || a->socket_uid != b->socket_uid ||
+	    a->has_socket_gid != b->has_socket_gid || a->socket_gid != b->socket_gid ||
+	    a->socket_mode != b->socket_mode)
 		return false;
 	if (a->has_router_mac && memcmp(a->router_mac, b->router_mac, 6))
 		return false;
@@ -300,6 +303,13 @@ static void random_port(struct port_config *c, unsigned int k, unsigned int vari
 		c->type = PORT_VHOST_USER;
 		snprintf(c->path, sizeof(c->path), "/run/weft/p%u-%u.sock", k, variant);
 		c->server = rnd(2);
+		if (c->server && rnd(2)) {
+			c->has_socket_uid = true;
+			c->socket_uid = 64000 + k;
+			c->has_socket_gid = rnd(2);
+			c->socket_gid = c->has_socket_gid ? 900 + variant : 0;
+			c->socket_mode = rnd(2) ? 0660 : 0;
+		}
 	} else {
 		c->type = PORT_TAP;
 	}
@@ -787,6 +797,54 @@ static void test_keep_registered(void)
 	CHECK(!port_text_keep_registered(&fresh, NULL, 0));
 }
 
+/* The vhost-user socket's owner, group and mode: numbers and names, and
+ * where they are refused. */
+static void test_socket_owner(void)
+{
+	static const char base[] = "name=vu\ntype=vhost-user\npath=/run/weft/vu.sock\n"
+				   "mac=52:54:00:00:00:01\n";
+	static const struct {
+		const char *extra, *why; /* why NULL: accepted */
+	} cases[] = {
+		{ "socket_owner=64055\nsocket_group=0\nsocket_mode=0660\n", NULL },
+		{ "socket_owner=root\nsocket_group=root\nsocket_mode=660\n", NULL },
+		{ "socket_mode=1777\n", "octal" },
+		{ "socket_mode=0\n", "octal" },
+		{ "socket_mode=0680\n", "octal" },
+		{ "socket_owner=no-such-user-weft\n", "no such user" },
+		{ "socket_group=no-such-group-weft\n", "no such group" },
+		{ "socket_owner=4294967295\n", "no such user" },
+		{ "mode=client\nsocket_owner=0\n", "server mode" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char body[512];
+		struct port_config c;
+		const char *why = NULL;
+		int ret;
+
+		snprintf(body, sizeof(body), "%s%s", base, cases[i].extra);
+		ret = parse_req(body, &c, &why);
+		if (cases[i].why ? ret != -EINVAL || !why || !strstr(why, cases[i].why) : ret != 0) {
+			fprintf(stderr, "socket case %zu: got %d (%s)\n", i, ret, why ? why : "-");
+			failures++;
+		}
+		if (i == 0)
+			CHECK(!ret && c.has_socket_uid && c.socket_uid == 64055 && c.has_socket_gid &&
+			      c.socket_gid == 0 && c.socket_mode == 0660);
+		if (i == 1)
+			CHECK(!ret && c.socket_uid == 0 && c.socket_gid == 0 && c.socket_mode == 0660);
+	}
+	/* A tap port takes none of them. */
+	{
+		struct port_config c;
+		const char *why = NULL;
+
+		CHECK(parse_req("name=t\ntype=tap\nmac=52:54:00:00:00:01\nsocket_mode=0660\n", &c,
+				&why) == -EINVAL && why && strstr(why, "server mode"));
+	}
+}
+
 int main(void)
 {
 	test_request_every_key();
@@ -800,6 +858,7 @@ int main(void)
 	test_same_config();
 	test_plan();
 	test_keep_registered();
+	test_socket_owner();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;
