@@ -638,15 +638,28 @@ static void trim_finish(struct dp_worker *w)
 static void trim_begin(struct dp_worker *w)
 {
 	struct io_uring_sqe *sqe;
+	unsigned int reads = 0, carved = w->ops_carved;
 
+	for (unsigned int i = 0; i < carved; i++)
+		reads += reads_into_buffer(&w->ops[i]);
+	/* One try per quiet spell: traffic clears it (worker_thread). */
+	w->trimmed = true;
+	/* Every read is cancelled or none: a source whose reads were all
+	 * cancelled would hear nothing until some other traffic ended the trim.
+	 * Without ops for all the cancels (many ports), the pages stay. */
+	if (reads > N_OPS - w->ops_in_use)
+		return;
 	w->trimming = true;
-	for (unsigned int i = 0; i < w->ops_carved; i++) {
+	for (unsigned int i = 0; i < carved; i++) {
 		struct op *op = &w->ops[i];
 
 		if (!reads_into_buffer(op))
 			continue;
-		if (!dp_prepare(w, OP_CANCEL, &sqe))
-			break; /* the rest end with traffic, which calls the trim off */
+		if (!dp_prepare(w, OP_CANCEL, &sqe)) {
+			/* No SQE: the cancelled reads come back and are armed again. */
+			w->trimming = false;
+			return;
+		}
 		io_uring_prep_cancel(sqe, op, 0);
 	}
 	if (!buffer_reads_armed(w))
