@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # daemon_process.sh IMPL_A IMPL_B — weftd as a process, as wireguard-go is
-# one (issue 17). Every thread runs with the four capabilities weftd keeps
+# one (issue 17). Every thread runs with the five capabilities weftd keeps
 # and no_new_privs. A command that detaches returns with its stdout and
 # stderr closed, so that out=$(weftd wg0 2>&1) returns. A second weftd for an
 # interface that a daemon (A: weftd or wireguard-go; B is not used) already
@@ -65,10 +65,10 @@ check_untouched() {
 }
 
 if is_weftd "$IMPL_A"; then
-	step "every thread of weftd has only the four capabilities it keeps, and no_new_privs"
-	# NET_BIND_SERVICE (10), NET_ADMIN (12), NET_RAW (13), BPF (39):
-	# docs/security.md, "Privileges".
-	want=0000008000003400
+	step "every thread of weftd has only the five capabilities it keeps, and no_new_privs"
+	# CHOWN (0), NET_BIND_SERVICE (10), NET_ADMIN (12), NET_RAW (13),
+	# BPF (39): docs/security.md, "Privileges".
+	want=0000008000003401
 	for st in /proc/"$pid"/task/*/status; do
 		for f in CapEff CapPrm CapBnd; do
 			v=$(awk -v f="$f:" '$1 == f { print $2 }' "$st")
