@@ -200,10 +200,16 @@ void mesh_local_removed(struct wg_device *dev, const struct ip_prefix *addrs, si
 			continue;
 		registered = l->local_seq;
 		l->local_seq = 0;
-		if (l->peer && l->state == LOC_RESOLVED && l->seq > registered) {
-			/* It moved: forward what still comes here. */
+		/* A record being checked again still names its holder: a packet
+		 * that came for the address between its port entry's removal
+		 * and this call asked for it (mesh_transit), and waits. */
+		if (l->peer && (l->state == LOC_RESOLVED || l->state == LOC_VERIFY) &&
+		    l->seq > registered) {
+			/* It moved: forward what still comes here, and what
+			 * waited. */
 			l->prev = NULL;
 			mesh_loc_publish(m, l);
+			mesh_release(m, l);
 			continue;
 		}
 		/* It is gone: whoever may point here is told, and asks again. */
@@ -227,6 +233,7 @@ void mesh_local_removed(struct wg_device *dev, const struct ip_prefix *addrs, si
 	mesh_unlock(m);
 	mesh_send_notes(m, out, n_out);
 	free(out);
+	mesh_kick_worker(m);
 	mesh_wake(m);
 }
 

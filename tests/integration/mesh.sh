@@ -123,6 +123,10 @@ show_all() {
 		ifn=IF$h
 		weft -i "${!ifn}" mesh show || true
 		log "h$h: $(tr '\n' ' ' <<<"$OUT")"
+		weft -i "${!ifn}" stats || true
+		log "h$h stats: $(tr -s ' \n' ' ' <<<"$OUT")"
+		weft -i "${!ifn}" port list || true
+		log "h$h ports: $(tr -s ' \n' ' ' <<<"$OUT")"
 	done
 }
 if ((got != sent)); then
