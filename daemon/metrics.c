@@ -114,7 +114,8 @@ static char *join_allowed_ips(const struct wg_peer_config *pc)
 	return text_buf_finish(&b, &text, &len) ? NULL : text;
 }
 
-static int render_peers(struct text_buf *b, struct wg_device *dev)
+/* weft_peers, and with labels the exporters' per-peer series. */
+static int render_peers(struct text_buf *b, struct wg_device *dev, bool labels)
 {
 	static const struct {
 		const char *name, *type, *help;
@@ -153,7 +154,7 @@ static int render_peers(struct text_buf *b, struct wg_device *dev)
 	}
 	family(b, "weft_peers", "gauge", "Peers configured on the interface");
 	sample(b, "weft_peers", dev->ifname, cfg.n_peers, NULL);
-	for (size_t s = 0; s < sizeof(series) / sizeof(series[0]) && cfg.n_peers; s++) {
+	for (size_t s = 0; s < sizeof(series) / sizeof(series[0]) && cfg.n_peers && labels; s++) {
 		family(b, series[s].name, series[s].type, series[s].help);
 		for (size_t i = 0; i < cfg.n_peers; i++) {
 			const struct wg_peer_config *pc = &cfg.peers[i];
@@ -444,10 +445,10 @@ static void render_mesh(struct text_buf *b, struct wg_device *dev)
 	}
 }
 
-int metrics_render(struct wg_device *dev, char **text, size_t *len)
+int metrics_render(struct wg_device *dev, bool peer_series, char **text, size_t *len)
 {
 	struct text_buf b = { 0 };
-	int err = render_peers(&b, dev);
+	int err = render_peers(&b, dev, peer_series);
 
 	if (!err) {
 		render_device_counters(&b, dev);
@@ -465,7 +466,9 @@ int metrics_render(struct wg_device *dev, char **text, size_t *len)
 
 int metrics_render_cb(void *ctx, char **text, size_t *len)
 {
-	return metrics_render(ctx, text, len);
+	const struct metrics_source *src = ctx;
+
+	return metrics_render(src->dev, src->peer_series, text, len);
 }
 
 int metrics_control(struct wg_device *dev, const char *body, size_t len, char **reply,
@@ -475,5 +478,5 @@ int metrics_control(struct wg_device *dev, const char *body, size_t len, char **
 		*why = "metrics takes no keys";
 		return -EINVAL;
 	}
-	return metrics_render(dev, reply, reply_len);
+	return metrics_render(dev, true, reply, reply_len);
 }

@@ -7,21 +7,34 @@
 #ifndef WEFT_DAEMON_METRICS_H
 #define WEFT_DAEMON_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct text_buf;
 struct wg_device;
 
 /* The whole exposition of dev: malloc'd, NUL-terminated (not counted).
- * Takes the device lock shared, as `wg show` does. 0 or -errno. */
-int metrics_render(struct wg_device *dev, char **text, size_t *len);
+ * Without peer_series, the per-peer series (whose labels name every peer's
+ * public key and allowed IPs) are left out; weft_peers stays. Takes the
+ * device lock shared, as `wg show` does. 0 or -errno. */
+int metrics_render(struct wg_device *dev, bool peer_series, char **text, size_t *len);
 
-/* The same, with ctx the device: the metrics_http_render_fn of weftd. */
+/* What the metrics listener renders: weftd's device, with the per-peer
+ * series only with --metrics-peers (anyone who reaches the listener reads
+ * them, while `wg show` keeps them to root). */
+struct metrics_source {
+	struct wg_device *dev;
+	bool peer_series;
+};
+
+/* metrics_render with ctx a struct metrics_source: the
+ * metrics_http_render_fn of weftd. */
 int metrics_render_cb(void *ctx, char **text, size_t *len);
 
 /* The weft=metrics control verb (daemon/control.c): no keys; the reply is
- * the exposition itself (it has no empty line and no "errno=" line, so it
- * travels as a reply body). 0 or -errno with *why. */
+ * the exposition itself with the per-peer series (the UAPI socket is
+ * root's, as for `wg show`; it has no empty line and no "errno=" line, so
+ * it travels as a reply body). 0 or -errno with *why. */
 int metrics_control(struct wg_device *dev, const char *body, size_t len, char **reply,
 		    size_t *reply_len, const char **why);
 

@@ -1,4 +1,5 @@
-/* The metrics listener: HTTP/1.0, GET /metrics only, one client at a time.
+/* The metrics listener: HTTP/1.0, GET /metrics only, up to
+ * METRICS_HTTP_MAX_CLIENTS clients at once on one thread.
  *
  * Security model: whoever can reach the listening address may send
  * anything. A request is read into a fixed buffer of
@@ -7,12 +8,12 @@
  * reply must leave within the same time, and what the client sends after
  * its request is read and thrown away for at most a second. Only the
  * request line is looked at; headers are skipped, bodies never parsed. So
- * a client costs at most one buffer and eleven seconds of this thread, and
- * never a lock the data path
- * takes for longer than one `wg show` would (the render callback). Other
- * clients wait in the listen backlog meanwhile. By default the listener is
- * on loopback only (weftd refuses other addresses without
- * --metrics-public). */
+ * a client costs at most one slot for eleven seconds, and never a lock the
+ * data path takes for longer than one `wg show` would (the render
+ * callback); each connection has its own deadlines, so an idle one delays
+ * no other scrape. With every slot taken, further clients wait in the
+ * listen backlog. By default the listener is on loopback only (weftd
+ * refuses other addresses without --metrics-public). */
 #include "daemon/metrics_http.h"
 
 #include <arpa/inet.h>
@@ -56,6 +57,23 @@ static const char *const outcome_label[OUT_COUNT] = {
 #undef OUTCOME_LABEL
 };
 
+enum { LINGER_MS = 1000, LINGER_BYTES = 256 * 1024 };
+
+/* A client: reading its request, writing the reply, or lingering (reading
+ * what it still sends after the reply, see conn_done). */
+enum conn_phase { CONN_FREE, CONN_READ, CONN_WRITE, CONN_LINGER };
+
+struct conn {
+	int fd;
+	enum conn_phase phase;
+	int64_t deadline;   /* CLOCK_MONOTONIC ms: the phase ends by then */
+	size_t got;         /* request bytes read; lingering: bytes thrown away */
+	char *out;          /* the reply, header and body */
+	size_t out_len, out_off;
+	enum outcome outcome; /* the reply's, counted once it is sent */
+	char req[METRICS_HTTP_MAX_REQUEST];
+};
+
 /* Owned by the responder thread but for stop_fd (written by stop). The
  * counters are written and read by that thread only. */
 struct metrics_http {
@@ -65,7 +83,10 @@ struct metrics_http {
 	pthread_t thread;
 	metrics_http_render_fn render;
 	void *ctx;
+	int64_t timeout_ms;   /* METRICS_HTTP_TIMEOUT_MS but in tests */
+	int64_t accept_after; /* after EMFILE and the like: accept again then */
 	uint64_t outcomes[OUT_COUNT];
+	struct conn conns[METRICS_HTTP_MAX_CLIENTS];
 };
 
 /* ---- parsing ------------------------------------------------------------ */
@@ -228,53 +249,6 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Waits for events on fd until deadline; 1 ready, 0 timed out, -1 stop
- * requested or error. */
-static int wait_fd(struct metrics_http *h, int fd, short events, int64_t deadline)
-{
-	for (;;) {
-		int64_t left = deadline - now_ms();
-		struct pollfd p[2] = {
-			{ .fd = fd, .events = events },
-			{ .fd = h->stop_fd, .events = POLLIN },
-		};
-		int n;
-
-		if (left <= 0)
-			return 0;
-		n = poll(p, 2, (int)left);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 || p[1].revents)
-			return -1;
-		if (n > 0)
-			return 1;
-	}
-}
-
-static enum outcome send_all(struct metrics_http *h, int fd, const char *p, size_t len,
-			     int64_t deadline)
-{
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-		int w;
-
-		if (n > 0) {
-			p += n;
-			len -= (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
-			return OUT_io_error;
-		w = wait_fd(h, fd, POLLOUT, deadline);
-		if (w == 0)
-			return OUT_timeout;
-		if (w < 0)
-			return OUT_io_error;
-	}
-	return OUT_ok;
-}
-
 /* The listener's own counters, appended to every scrape. */
 static void append_own(struct metrics_http *h, struct text_buf *b)
 {
@@ -289,21 +263,21 @@ static void append_own(struct metrics_http *h, struct text_buf *b)
 				outcome_label[i], (unsigned long long)h->outcomes[i]);
 }
 
-static enum outcome respond(struct metrics_http *h, int fd, enum metrics_http_verdict v,
-			    int64_t deadline)
+/* The whole reply to v, header and body, into c->out; c->outcome says
+ * what it is. A reply that cannot be allocated ends the connection. */
+static void build_reply(struct metrics_http *h, struct conn *c, enum metrics_http_verdict v)
 {
 	static const char index_body[] =
 		"<html><head><title>weftd</title></head><body>"
 		"<a href=\"/metrics\">/metrics</a></body></html>\n";
 	const char *status = "200 OK", *type = "text/plain; version=0.0.4; charset=utf-8";
-	const char *extra = "";
-	enum outcome out = OUT_ok;
-	char *body = NULL, *text = NULL, header[256];
+	const char *extra = "", *fixed = NULL;
+	char *body = NULL, *text = NULL, line[64];
 	size_t body_len = 0, text_len = 0;
 	bool head = v == METRICS_HTTP_METRICS_HEAD;
 	struct text_buf b = { 0 };
-	int n;
 
+	c->outcome = OUT_ok;
 	switch (v) {
 	case METRICS_HTTP_METRICS:
 	case METRICS_HTTP_METRICS_HEAD:
@@ -318,162 +292,260 @@ static enum outcome respond(struct metrics_http *h, int fd, enum metrics_http_ve
 		}
 		status = "500 Internal Server Error";
 		type = "text/plain";
-		out = OUT_render_failed;
+		c->outcome = OUT_render_failed;
 		break;
 	case METRICS_HTTP_INDEX:
 		type = "text/html";
+		fixed = index_body;
 		break;
 	case METRICS_HTTP_NOT_FOUND:
 		status = "404 Not Found";
 		type = "text/plain";
-		out = OUT_not_found;
+		c->outcome = OUT_not_found;
 		break;
 	case METRICS_HTTP_BAD_METHOD:
 		status = "405 Method Not Allowed";
 		type = "text/plain";
 		extra = "Allow: GET, HEAD\r\n";
-		out = OUT_bad_method;
+		c->outcome = OUT_bad_method;
 		break;
 	case METRICS_HTTP_TOO_LARGE:
 		status = "431 Request Header Fields Too Large";
 		type = "text/plain";
-		out = OUT_too_large;
+		c->outcome = OUT_too_large;
 		break;
 	case METRICS_HTTP_BAD_REQUEST:
 	case METRICS_HTTP_INCOMPLETE:
 		status = "400 Bad Request";
 		type = "text/plain";
-		out = OUT_bad_request;
+		c->outcome = OUT_bad_request;
 		break;
 	}
-	if (v == METRICS_HTTP_INDEX) {
-		body_len = sizeof(index_body) - 1;
-	} else if (!body) {
+	if (!body && !fixed) {
 		/* Errors carry their status line as the body. */
-		body_len = strlen(status) + 1;
+		snprintf(line, sizeof(line), "%s\n", status);
+		fixed = line;
 	}
-	n = snprintf(header, sizeof(header),
-		     "HTTP/1.0 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s"
-		     "Connection: close\r\n\r\n",
-		     status, type, body_len, extra);
-	enum outcome sent = send_all(h, fd, header, (size_t)n, deadline);
-
-	if (sent == OUT_ok && !head) {
-		if (v == METRICS_HTTP_INDEX) {
-			sent = send_all(h, fd, index_body, body_len, deadline);
-		} else if (body) {
-			sent = send_all(h, fd, body, body_len, deadline);
-		} else {
-			char line[64];
-
-			snprintf(line, sizeof(line), "%s\n", status);
-			sent = send_all(h, fd, line, body_len, deadline);
-		}
-	}
+	if (fixed)
+		body_len = strlen(fixed);
+	text_buf_printf(&b, "HTTP/1.0 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s"
+			    "Connection: close\r\n\r\n",
+			status, type, body_len, extra);
+	if (!head)
+		text_buf_add(&b, body ? body : fixed, body_len);
 	free(body);
-	return sent == OUT_ok ? out : sent;
+	if (text_buf_finish(&b, &c->out, &c->out_len)) {
+		c->out = NULL;
+		c->outcome = OUT_io_error;
+	}
+	c->out_off = 0;
 }
 
-static enum outcome serve_one(struct metrics_http *h, int fd)
+/* A connection's request ends (or fails) with out: counted, and the
+ * connection lingers (see linger) or closes. */
+static void conn_done(struct metrics_http *h, struct conn *c, enum outcome out)
 {
-	char buf[METRICS_HTTP_MAX_REQUEST];
-	int64_t deadline = now_ms() + METRICS_HTTP_TIMEOUT_MS;
+	h->outcomes[out]++;
+	if (out != OUT_ok)
+		log_ratelimited(WG_LOG_VERBOSE, "metrics listener: request ended: %s",
+				outcome_label[out]);
+	free(c->out);
+	c->out = NULL;
+	if (out == OUT_closed || out == OUT_io_error) {
+		close(c->fd);
+		c->phase = CONN_FREE;
+		return;
+	}
+	/* The reply ends with a FIN; what the client still sends (a body, the
+	 * rest of an oversized request) is read until it closes too: closing
+	 * with unread input would reset the connection and could cost the
+	 * client the reply. Bounded: LINGER_MS and LINGER_BYTES. */
+	shutdown(c->fd, SHUT_WR);
+	c->phase = CONN_LINGER;
+	c->deadline = now_ms() + LINGER_MS;
+	c->got = 0;
+}
+
+static void conn_read(struct metrics_http *h, struct conn *c)
+{
 	enum metrics_http_verdict v = METRICS_HTTP_INCOMPLETE;
-	size_t got = 0;
 
 	while (v == METRICS_HTTP_INCOMPLETE) {
-		ssize_t n = recv(fd, buf + got, sizeof(buf) - got, MSG_DONTWAIT);
-		int w;
+		ssize_t n = recv(c->fd, c->req + c->got, sizeof(c->req) - c->got, MSG_DONTWAIT);
 
 		if (n > 0) {
-			got += (size_t)n;
-			v = metrics_http_parse(buf, got);
+			c->got += (size_t)n;
+			v = metrics_http_parse(c->req, c->got);
 			continue;
 		}
 		if (n == 0)
-			return OUT_closed;
-		if (errno != EAGAIN && errno != EINTR)
-			return OUT_io_error;
-		w = wait_fd(h, fd, POLLIN, deadline);
-		if (w == 0)
-			return OUT_timeout;
-		if (w < 0)
-			return OUT_io_error;
+			conn_done(h, c, OUT_closed);
+		else if (errno != EAGAIN && errno != EINTR)
+			conn_done(h, c, OUT_io_error);
+		return;
 	}
-	deadline = now_ms() + METRICS_HTTP_TIMEOUT_MS;
-	return respond(h, fd, v, deadline);
+	build_reply(h, c, v);
+	if (!c->out) {
+		conn_done(h, c, OUT_io_error);
+		return;
+	}
+	c->phase = CONN_WRITE;
+	c->deadline = now_ms() + h->timeout_ms;
 }
 
-/* Ends the reply with a FIN, then reads what the client still sends (a
- * body, the rest of an oversized request) until it closes too: closing
- * with unread input would reset the connection and could cost the client
- * the reply. Bounded like the rest: LINGER_MS and LINGER_BYTES. */
-static void linger_close(struct metrics_http *h, int fd)
+static void conn_write(struct metrics_http *h, struct conn *c)
 {
-	enum { LINGER_MS = 1000, LINGER_BYTES = 256 * 1024 };
-	int64_t deadline = now_ms() + LINGER_MS;
-	size_t total = 0;
-	char sink[4096];
-
-	shutdown(fd, SHUT_WR);
-	while (total < LINGER_BYTES) {
-		ssize_t n = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n > 0) {
-			total += (size_t)n;
+			c->out_off += (size_t)n;
 			continue;
 		}
-		if (n == 0 || (errno != EAGAIN && errno != EINTR))
-			break;
-		if (wait_fd(h, fd, POLLIN, deadline) <= 0)
-			break;
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			conn_done(h, c, OUT_io_error);
+		return;
 	}
-	close(fd);
+	conn_done(h, c, c->outcome);
 }
 
+static void conn_linger(struct conn *c)
+{
+	char sink[4096];
+
+	while (c->got < LINGER_BYTES) {
+		ssize_t n = recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT);
+
+		if (n > 0) {
+			c->got += (size_t)n;
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		break;
+	}
+	close(c->fd);
+	c->phase = CONN_FREE;
+}
+
+/* A deadline passed: a request or a reply not done in time is a timeout;
+ * a lingering connection just closes. */
+static void conn_expired(struct metrics_http *h, struct conn *c)
+{
+	if (c->phase == CONN_LINGER) {
+		close(c->fd);
+		c->phase = CONN_FREE;
+		return;
+	}
+	free(c->out);
+	c->out = NULL;
+	h->outcomes[OUT_timeout]++;
+	log_ratelimited(WG_LOG_VERBOSE, "metrics listener: request ended: timeout");
+	close(c->fd);
+	c->phase = CONN_FREE;
+}
+
+static void accept_clients(struct metrics_http *h)
+{
+	for (size_t i = 0; i < METRICS_HTTP_MAX_CLIENTS; i++) {
+		struct conn *c = &h->conns[i];
+		int fd;
+
+		if (c->phase != CONN_FREE)
+			continue;
+		fd = accept4(h->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+				/* Out of descriptors: the client stays in the
+				 * backlog; tried again shortly, not in a loop. */
+				log_ratelimited(WG_LOG_ERROR, "metrics listener: accept: %s",
+						strerror(errno));
+				h->accept_after = now_ms() + 100;
+			}
+			return;
+		}
+		*c = (struct conn){ .fd = fd, .phase = CONN_READ,
+				    .deadline = now_ms() + h->timeout_ms };
+	}
+}
+
+/* One thread, every client a state machine with deadlines of its own, so a
+ * slow or silent client delays nobody else. With every slot taken, new
+ * clients wait in the listen backlog. */
 static void *responder(void *arg)
 {
 	struct metrics_http *h = arg;
+	struct pollfd p[2 + METRICS_HTTP_MAX_CLIENTS];
+	struct conn *of[2 + METRICS_HTTP_MAX_CLIENTS];
 
 	for (;;) {
-		struct pollfd p[2] = {
-			{ .fd = h->fd, .events = POLLIN },
-			{ .fd = h->stop_fd, .events = POLLIN },
-		};
-		enum outcome out;
-		int fd;
+		int64_t now = now_ms(), next = -1;
+		size_t n = 0, busy = 0;
+		int ready, timeout;
 
-		if (poll(p, 2, -1) < 0) {
+		p[n++] = (struct pollfd){ .fd = h->stop_fd, .events = POLLIN };
+		for (size_t i = 0; i < METRICS_HTTP_MAX_CLIENTS; i++) {
+			struct conn *c = &h->conns[i];
+
+			if (c->phase == CONN_FREE)
+				continue;
+			busy++;
+			if (c->deadline <= now) {
+				conn_expired(h, c);
+				busy--;
+				continue;
+			}
+			if (next < 0 || c->deadline < next)
+				next = c->deadline;
+			of[n] = c;
+			p[n++] = (struct pollfd){ .fd = c->fd,
+						  .events = c->phase == CONN_WRITE ? POLLOUT : POLLIN };
+		}
+		if (busy < METRICS_HTTP_MAX_CLIENTS && now >= h->accept_after) {
+			of[n] = NULL;
+			p[n++] = (struct pollfd){ .fd = h->fd, .events = POLLIN };
+		} else if (busy < METRICS_HTTP_MAX_CLIENTS &&
+			   (next < 0 || h->accept_after < next)) {
+			next = h->accept_after;
+		}
+		timeout = next < 0 ? -1 : (int)(next > now ? next - now : 0);
+		ready = poll(p, n, timeout);
+		if (ready < 0) {
 			if (errno == EINTR)
 				continue;
 			log_error("metrics listener: poll: %s", strerror(errno));
 			break;
 		}
-		if (p[1].revents)
+		if (p[0].revents)
 			break;
-		fd = accept4(h->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-				/* Out of descriptors: the client stays in the
-				 * backlog; try again shortly, not in a loop. */
-				log_ratelimited(WG_LOG_ERROR, "metrics listener: accept: %s",
-						strerror(errno));
-				poll(&p[1], 1, 100);
-			}
-			continue;
+		for (size_t i = 1; i < n && ready > 0; i++) {
+			struct conn *c = of[i];
+
+			if (!p[i].revents)
+				continue;
+			if (!c)
+				accept_clients(h);
+			else if (c->phase == CONN_READ)
+				conn_read(h, c);
+			else if (c->phase == CONN_WRITE)
+				conn_write(h, c);
+			else
+				conn_linger(c);
 		}
-		out = serve_one(h, fd);
-		h->outcomes[out]++;
-		if (out != OUT_ok)
-			log_ratelimited(WG_LOG_VERBOSE, "metrics listener: request ended: %s",
-					outcome_label[out]);
-		linger_close(h, fd);
+	}
+	for (size_t i = 0; i < METRICS_HTTP_MAX_CLIENTS; i++) {
+		if (h->conns[i].phase == CONN_FREE)
+			continue;
+		free(h->conns[i].out);
+		close(h->conns[i].fd);
 	}
 	return NULL;
 }
 
 struct metrics_http *metrics_http_start(const struct sockaddr *addr, socklen_t len,
-					metrics_http_render_fn render, void *ctx, int *err)
+					metrics_http_render_fn render, void *ctx,
+					unsigned int timeout_ms, int *err)
 {
 	struct metrics_http *h = calloc(1, sizeof(*h));
 	struct sockaddr_storage bound;
@@ -487,6 +559,7 @@ struct metrics_http *metrics_http_start(const struct sockaddr *addr, socklen_t l
 	h->fd = -1;
 	h->render = render;
 	h->ctx = ctx;
+	h->timeout_ms = timeout_ms ? timeout_ms : METRICS_HTTP_TIMEOUT_MS;
 	h->stop_fd = eventfd(0, EFD_CLOEXEC);
 	h->fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (h->stop_fd < 0 || h->fd < 0)

@@ -1,7 +1,7 @@
 /* The listener behind `weftd --metrics`: a small HTTP/1.0 responder that
- * answers GET /metrics with Prometheus text exposition, one client at a
- * time, on its own thread, so a slow or hostile scraper costs the data path
- * nothing. */
+ * answers GET /metrics with Prometheus text exposition, several clients at
+ * once with a deadline each, on its own thread, so a slow or hostile
+ * scraper costs the data path and the other scrapers nothing. */
 #ifndef WEFT_DAEMON_METRICS_HTTP_H
 #define WEFT_DAEMON_METRICS_HTTP_H
 
@@ -13,6 +13,7 @@ enum {
 	METRICS_HTTP_MAX_REQUEST = 4096, /* request line and headers, bytes */
 	METRICS_HTTP_TIMEOUT_MS = 5000,  /* to read a request, and to write a reply */
 	METRICS_HTTP_DEFAULT_PORT = 9586, /* the WireGuard exporters' port */
+	METRICS_HTTP_MAX_CLIENTS = 16,   /* served at once; more wait in the backlog */
 };
 
 /* What a request asks for, once its headers are complete. */
@@ -43,14 +44,17 @@ typedef int (*metrics_http_render_fn)(void *ctx, char **text, size_t *len);
 
 struct metrics_http;
 
-/* Binds and listens on addr, then serves on a new thread until stopped.
- * NULL with *err = -errno on failure (-EADDRINUSE, -EACCES...). */
+/* Binds and listens on addr, then serves on a new thread until stopped;
+ * timeout_ms bounds reading a request and writing a reply (0:
+ * METRICS_HTTP_TIMEOUT_MS). NULL with *err = -errno on failure
+ * (-EADDRINUSE, -EACCES...). */
 struct metrics_http *metrics_http_start(const struct sockaddr *addr, socklen_t len,
-					metrics_http_render_fn render, void *ctx, int *err);
+					metrics_http_render_fn render, void *ctx,
+					unsigned int timeout_ms, int *err);
 /* The port bound (useful with port 0). */
 unsigned int metrics_http_port(const struct metrics_http *h);
-/* Wakes the thread, waits for it (at most one request in flight, itself
- * bounded by METRICS_HTTP_TIMEOUT_MS), closes the socket. NULL is fine. */
+/* Wakes the thread, waits for it, closes every connection and the socket.
+ * NULL is fine. */
 void metrics_http_stop(struct metrics_http *h);
 
 #endif

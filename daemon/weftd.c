@@ -1,7 +1,7 @@
 /* weftd: the userspace WireGuard daemon, a drop-in for wireguard-go.
  *
  *   weftd [-f] [--ports FILE] [--mesh FILE] [--metrics [ADDR:]PORT
- *         [--metrics-public]] IFNAME
+ *         [--metrics-public] [--metrics-peers]] IFNAME
  *
  * Creates the TUN device and /var/run/wireguard/INTERFACE-NAME.sock, then
  * runs until SIGTERM/SIGINT, until the TUN device is deleted, or until the
@@ -168,7 +168,8 @@ static unsigned int setup_offloads(int fd)
 static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
-		"Usage: %s [-f] [-p FILE] [--mesh FILE] [-m [ADDR:]PORT [--metrics-public]]\n"
+		"Usage: %s [-f] [-p FILE] [--mesh FILE]\n"
+		"       [-m [ADDR:]PORT [--metrics-public] [--metrics-peers]]\n"
 		"       INTERFACE-NAME\n"
 		"\n"
 		"Creates the TUN interface INTERFACE-NAME and serves the WireGuard\n"
@@ -191,6 +192,9 @@ static void usage(FILE *f, const char *prog)
 		"                           (ADDR numeric, [IPv6] in brackets; a bare PORT is\n"
 		"                           127.0.0.1:PORT); off by default\n"
 		"      --metrics-public     allow a --metrics ADDR that is not loopback\n"
+		"      --metrics-peers      add the per-peer series (public key and allowed IPs\n"
+		"                           as labels) to what --metrics serves; without it\n"
+		"                           only 'weft metrics' (root's socket) shows them\n"
 		"  -h, --help               show this help\n"
 		"  -v, -V, --version        show the version\n"
 		"\n"
@@ -391,7 +395,7 @@ static int already_served(const char *ifname, pid_t pid)
 	return 1;
 }
 
-static int start_metrics(struct wg_device *dev, const char *spec, bool public,
+static int start_metrics(struct metrics_source *src, const char *spec, bool public,
 			 struct metrics_http **out)
 {
 	struct sockaddr_storage ss;
@@ -412,7 +416,7 @@ static int start_metrics(struct wg_device *dev, const char *spec, bool public,
 			  spec);
 		return -1;
 	}
-	*out = metrics_http_start((struct sockaddr *)&ss, len, metrics_render_cb, dev, &err);
+	*out = metrics_http_start((struct sockaddr *)&ss, len, metrics_render_cb, src, 0, &err);
 	if (!*out) {
 		log_error("--metrics %s: %s", spec, strerror(-err));
 		return -1;
@@ -432,12 +436,13 @@ static int start_metrics(struct wg_device *dev, const char *spec, bool public,
 
 int main(int argc, char **argv)
 {
-	enum { OPT_METRICS_PUBLIC = 256, OPT_MESH };
+	enum { OPT_METRICS_PUBLIC = 256, OPT_METRICS_PEERS, OPT_MESH };
 	static const struct option opts[] = {
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "metrics", required_argument, NULL, 'm' },
 		{ "metrics-public", no_argument, NULL, OPT_METRICS_PUBLIC },
+		{ "metrics-peers", no_argument, NULL, OPT_METRICS_PEERS },
 		{ "mesh", required_argument, NULL, OPT_MESH },
 		{ "ports", required_argument, NULL, 'p' },
 		{ "version", no_argument, NULL, 'v' },
@@ -449,6 +454,7 @@ int main(int argc, char **argv)
 	bool foreground = env_fg && !strcmp(env_fg, "1");
 	bool uso = false;
 	bool metrics_public = false;
+	struct metrics_source metrics_source = { 0 };
 	char name[IFNAMSIZ], reload_result[256] = "";
 	struct uapi_server *uapi = NULL;
 	struct tun_link_watch *watch = NULL;
@@ -474,6 +480,9 @@ int main(int argc, char **argv)
 		case OPT_METRICS_PUBLIC:
 			metrics_public = true;
 			break;
+		case OPT_METRICS_PEERS:
+			metrics_source.peer_series = true;
+			break;
 		case OPT_MESH:
 			mesh_path = optarg;
 			break;
@@ -497,8 +506,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "Interface name too long: %s\n", argv[optind]);
 		return 1;
 	}
-	if (metrics_public && !metrics_spec) {
-		fprintf(stderr, "--metrics-public without --metrics\n");
+	if ((metrics_public || metrics_source.peer_series) && !metrics_spec) {
+		fprintf(stderr, "%s without --metrics\n",
+			metrics_public ? "--metrics-public" : "--metrics-peers");
 		return 1;
 	}
 
@@ -619,7 +629,8 @@ int main(int argc, char **argv)
 	if (ports.path && ports_file_apply(&ports, dev, NULL, 0))
 		goto out;
 	reload_result[0] = '\0';
-	if (metrics_spec && start_metrics(dev, metrics_spec, metrics_public, &metrics))
+	metrics_source.dev = dev;
+	if (metrics_spec && start_metrics(&metrics_source, metrics_spec, metrics_public, &metrics))
 		goto out;
 	log_info("Device started");
 	log_debug("start-up code trimmed: %zu KiB of mappings", memtrim_code() / 1024);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "daemon/metrics_http.h"
@@ -238,11 +239,14 @@ static void test_live(void)
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	struct metrics_http *h;
 	unsigned int port;
+	int idle[METRICS_HTTP_MAX_CLIENTS];
 	char *r, *big;
 	int err = 0, fd;
 
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	h = metrics_http_start((struct sockaddr *)&sin, sizeof(sin), fake_render, NULL, &err);
+	/* A deadline of 60 s: a hang guard here, never reached by a client
+	 * that sends its request at once. */
+	h = metrics_http_start((struct sockaddr *)&sin, sizeof(sin), fake_render, NULL, 60000, &err);
 	if (!h && (err == -EAFNOSUPPORT || err == -EADDRNOTAVAIL)) {
 		fprintf(stderr, "no loopback: skipped\n");
 		exit(77);
@@ -253,7 +257,7 @@ static void test_live(void)
 
 	/* Binding the same address again is refused with the errno. */
 	sin.sin_port = htons((uint16_t)port);
-	CHECK(!metrics_http_start((struct sockaddr *)&sin, sizeof(sin), fake_render, NULL, &err));
+	CHECK(!metrics_http_start((struct sockaddr *)&sin, sizeof(sin), fake_render, NULL, 0, &err));
 	CHECK(err == -EADDRINUSE);
 
 	r = exchange(port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 35);
@@ -304,8 +308,9 @@ static void test_live(void)
 	expect_status(port, "GET /metrics HTTP/1.0\r\n\r\n", "HTTP/1.0 500 ");
 	fail_render = 0;
 
-	/* Every outcome so far was counted once it ended (the listener serves
-	 * one client at a time, so all of the above are done). */
+	/* Every outcome so far was counted once it ended (each exchange above
+	 * waited for the server's close; the client that left was accepted
+	 * before the 500's, and its end seen no later). */
 	r = exchange(port, "GET /metrics HTTP/1.0\r\n\r\n", 25);
 	CHECK(counter(r, "200") == 4);     /* GET, HEAD, HEAD, index */
 	CHECK(counter(r, "404") == 1);
@@ -317,12 +322,55 @@ static void test_live(void)
 	CHECK(counter(r, "timeout") == 0);
 	free(r);
 
+	/* Clients that connect and say nothing delay no other: with every slot
+	 * but one taken by a silent client, a scrape is answered while they
+	 * all still wait (none has timed out when it is rendered). */
+	for (int i = 0; i < METRICS_HTTP_MAX_CLIENTS - 1; i++)
+		idle[i] = connect_to(port);
+	r = exchange(port, "GET /metrics HTTP/1.0\r\n\r\n", 25);
+	CHECK(!strncmp(r, "HTTP/1.0 200 ", 13));
+	CHECK(counter(r, "200") == 5);
+	CHECK(counter(r, "timeout") == 0);
+	free(r);
 	/* A client that stalls mid-request does not hold up the stop. */
 	fd = connect_to(port);
 	CHECK(send(fd, "GET /metrics HTTP/1.1\r\n", 23, MSG_NOSIGNAL) == 23);
 	metrics_http_stop(h);
 	close(fd);
+	for (int i = 0; i < METRICS_HTTP_MAX_CLIENTS - 1; i++)
+		close(idle[i]);
 	metrics_http_stop(NULL);
+}
+
+/* Each silent client ends at its own deadline (2 s here): the server
+ * closes it and counts a timeout. */
+static void test_deadlines(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	int idle[METRICS_HTTP_MAX_CLIENTS - 1], err = 0;
+	struct metrics_http *h;
+	unsigned int port;
+	char *r;
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	h = metrics_http_start((struct sockaddr *)&sin, sizeof(sin), fake_render, NULL, 2000, &err);
+	CHECK(h);
+	port = metrics_http_port(h);
+	for (size_t i = 0; i < sizeof(idle) / sizeof(idle[0]); i++)
+		idle[i] = connect_to(port);
+	for (size_t i = 0; i < sizeof(idle) / sizeof(idle[0]); i++) {
+		struct timeval guard = { .tv_sec = 60 }; /* a hang, not a verdict */
+		char c;
+
+		CHECK(!setsockopt(idle[i], SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof(guard)));
+		CHECK(recv(idle[i], &c, 1, 0) == 0);
+		close(idle[i]);
+	}
+	r = exchange(port, "GET /metrics HTTP/1.0\r\n\r\n", 25);
+	CHECK(counter(r, "timeout") == sizeof(idle) / sizeof(idle[0]));
+	CHECK(counter(r, "200") == 0);
+	free(r);
+	metrics_http_stop(h);
 }
 
 int main(void)
@@ -330,6 +378,7 @@ int main(void)
 	test_parse();
 	test_addr();
 	test_live();
+	test_deadlines();
 	printf("test_metrics_http: ok\n");
 	return 0;
 }

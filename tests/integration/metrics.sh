@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # metrics.sh IMPL_A IMPL_B — weftd's Prometheus metrics on a live pair:
 # scrapes of `weftd --metrics` and `weft metrics` pass `promtool check
-# metrics`, carry the WireGuard exporters' per-peer series, and their
+# metrics`, carry the WireGuard exporters' per-peer series (on the listener
+# only with --metrics-peers), and their
 # values follow traffic and agree with `wg show dump`, stats=1 and the
 # port list; the listener answers only GET/HEAD /metrics and refuses a
 # non-loopback address without --metrics-public.
@@ -27,7 +28,7 @@ need_weft
 
 PORT=9586
 make_hosts
-DAEMON_ARGS=(--metrics "$PORT")
+DAEMON_ARGS=(--metrics "$PORT" --metrics-peers)
 setup_pair 51820 51821 4
 DAEMON_ARGS=()
 
@@ -158,10 +159,17 @@ code() { ip netns exec "$NS_A" curl -s -o /dev/null -w '%{http_code}' --max-time
 [[ $(code -I "http://127.0.0.1:$PORT/metrics") == 200 ]] || fail "not 200 for HEAD"
 [[ $(code -H "X-Big: $(head -c 5000 /dev/zero | tr '\0' a)" "http://127.0.0.1:$PORT/metrics") == 431 ]] ||
 	fail "not 431 for 5 kB of headers"
-# A client that connects and says nothing: the daemon still answers wg
-# and the tunnel carries traffic while the listener waits for it.
+# A client that connects and says nothing: the daemon still answers wg,
+# the tunnel carries traffic, and another scrape is answered while the
+# listener waits for the silent one (test_metrics_http shows it is not
+# held up by it).
 bg ip netns exec "$NS_A" socat -u "TCP:127.0.0.1:$PORT" "SYSTEM:sleep 8"
 stall=$BG_LAST
+silent_connected() {
+	[[ -n $(ip netns exec "$NS_A" ss -Htn state established "( dport = :$PORT )") ]]
+}
+wait_for 10 silent_connected || hang "the silent metrics client never connected"
+scrape "$NS_A" "$WORK/stalled.prom"
 responsive "$NS_A" "$IF_A" || fail "wg show hangs while a metrics client stalls"
 ping_ok "$NS_A" "$IN4_B" 3 || fail "no ping while a metrics client stalls"
 reap "$stall" 1
@@ -187,6 +195,15 @@ start_daemon "$IMPL_B" "$NS_B" "$IF_C"
 DAEMON_ARGS=()
 scrape "$NS_A" "$WORK/c.prom" "http://$OUT4_B:9587/metrics"
 grep -q "^weft_peers{interface=\"$IF_C\"} 0$" "$WORK/c.prom" || fail "the public listener is not C's"
+
+step "without --metrics-peers the listener names no peer; weft metrics (root's socket) does"
+nswg "$NS_B" set "$IF_C" peer "$PUB_a" allowed-ips 10.99.0.1/32 || fail "wg set on C"
+scrape "$NS_A" "$WORK/c1.prom" "http://$OUT4_B:9587/metrics"
+grep -q "^weft_peers{interface=\"$IF_C\"} 1$" "$WORK/c1.prom" || fail "C's peer is not counted"
+! grep -qE '^wireguard_|public_key=|allowed_ips=' "$WORK/c1.prom" ||
+	fail "per-peer series without --metrics-peers: $(grep -E '^wireguard_' "$WORK/c1.prom")"
+weft -i "$IF_C" metrics || fail "weft metrics on C: $ERR"
+grep -qF "public_key=\"$PUB_a\"" "$WORK/weft.out" || fail "weft metrics on C has no peer series"
 ip netns exec "$NS_B" curl -s --max-time 5 -o /dev/null "http://127.0.0.1:9587/metrics" &&
 	fail "C also listens on loopback"
 
