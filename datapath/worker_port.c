@@ -179,13 +179,14 @@ void dp_port_output(struct dp_worker *w, struct port *port, struct wg_pkt *p,
 	pkt_put(w, p);
 }
 
-/* ARP or ICMPv6 from the VM: true when the responder took it (answered,
- * consumed or dropped), false when it is for routing after all. */
+/* ARP, ICMPv6 or ICMP to the gateway from the VM: true when the responder
+ * took it (answered, consumed or dropped), false when it is for routing
+ * after all. An echo reply is as long as its request. */
 static bool port_neighbour(struct dp_worker *w, struct wport *wp, const uint8_t *frame,
 			   uint32_t len)
 {
 	struct port *port = wp->port;
-	struct wg_pkt *r = pkt_get_for(w, NDP_REPLY_MAX);
+	struct wg_pkt *r = pkt_get_for(w, len > NDP_REPLY_MAX ? len : NDP_REPLY_MAX);
 	enum ndp_verdict v;
 	size_t rlen = 0;
 	uint8_t *out;

@@ -1,7 +1,9 @@
 /* libFuzzer target for ndp_handle, the function the VM port workers call
  * with every frame a VM sends. Beyond "no crash, no out-of-bounds access"
  * (the frame and the reply buffer are exact-size heap copies), every reply
- * is checked against a naive model of what may be answered, re-parsed by
+ * (neighbour discovery, ARP, and the router's echo replies to ICMP and
+ * ICMPv6 echo requests) is checked against a naive model of what may be
+ * answered, re-parsed by
  * ndp_handle itself from the other side of the port, and the call is
  * repeated to check it is deterministic and that the RA rate limit holds.
  *
@@ -131,6 +133,55 @@ static bool owns4(const struct ndp_port_config *c, const uint8_t *a)
 	return false;
 }
 
+/* The Internet checksum, summed naively from sum (0 over a correct block). */
+static uint16_t csum(const uint8_t *p, size_t len, uint64_t sum)
+{
+	for (size_t i = 0; i < len; i += 2)
+		sum += (uint64_t)p[i] << 8 | (i + 1 < len ? p[i + 1] : 0);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* An echo request to the gateway, whole and valid, gets the same message
+ * back as an echo reply, from the gateway, behind a fresh IPv4 header. */
+static void check_echo4(const struct ndp_port_config *c, const uint8_t *f, size_t len,
+			const uint8_t *r, size_t rlen)
+{
+	const uint8_t *ip = f + ETH, *rip = r + ETH;
+	size_t hlen = (size_t)(ip[0] & 15) * 4, total = get16(ip + 2);
+
+	CHECK(c->has_gateway4 && len >= ETH + 20 && ip[0] >> 4 == 4 && hlen >= 20);
+	CHECK(total >= hlen + 8 && ETH + total <= len);
+	CHECK(ip[9] == 1 && !memcmp(ip + 16, c->gateway4, 4) && !(get16(ip + 6) & 0x3fff));
+	CHECK(csum(ip, hlen, 0) == 0 && csum(ip + hlen, total - hlen, 0) == 0);
+	CHECK(ip[hlen] == 8 && ip[hlen + 1] == 0);
+	CHECK(ip[12] != 0 && ip[12] < 224);
+	CHECK(rlen == ETH + 20 + total - hlen);
+	CHECK(rip[0] == 0x45 && get16(rip + 2) == rlen - ETH && rip[8] == 64 && rip[9] == 1);
+	CHECK(!memcmp(rip + 12, c->gateway4, 4) && !memcmp(rip + 16, ip + 12, 4));
+	CHECK(csum(rip, 20, 0) == 0 && csum(rip + 20, rlen - ETH - 20, 0) == 0);
+	CHECK(rip[20] == 0 && rip[21] == 0);
+	CHECK(!memcmp(rip + 24, ip + hlen + 4, total - hlen - 4));
+}
+
+/* An echo request to the router's link-local address gets its message
+ * back as an echo reply from that address. */
+static void check_echo6(const uint8_t *f, size_t len, const uint8_t *r, size_t rlen,
+			const uint8_t *ll)
+{
+	CHECK(get16(f + ETH + 4) == len - ICMP && len >= ICMP + 8);
+	CHECK(!memcmp(f + ETH + 24, ll, 16));
+	CHECK(f[ETH + 8] != 0xff && memcmp(f + ETH + 8, zero16, 16));
+	CHECK(csum6(f + ETH, f + ICMP, len - ICMP) == 0 && f[ICMP + 1] == 0);
+	CHECK(rlen == len && r[ETH] == 0x60 && get16(r + ETH + 4) == rlen - ICMP);
+	CHECK(r[ETH + 6] == 58 && r[ETH + 7] == 64);
+	CHECK(!memcmp(r + ETH + 8, ll, 16) && !memcmp(r + ETH + 24, f + ETH + 8, 16));
+	CHECK(csum6(r + ETH, r + ICMP, rlen - ICMP) == 0);
+	CHECK(r[ICMP] == 129 && r[ICMP + 1] == 0);
+	CHECK(!memcmp(r + ICMP + 4, f + ICMP + 4, len - ICMP - 4));
+}
+
 /* What may be answered, and how, by a model written from docs/ndp.md. */
 static void check_reply(const struct ndp_port_config *c, const uint8_t *f, size_t len,
 			const uint8_t *r, size_t rlen)
@@ -142,6 +193,10 @@ static void check_reply(const struct ndp_port_config *c, const uint8_t *f, size_
 	CHECK(!memcmp(r, vm_mac, 6));
 	CHECK(!memcmp(r + 6, router_mac, 6));
 	CHECK(!memcmp(r + 12, f + 12, 2));
+	if (get16(f + 12) == 0x0800) {
+		check_echo4(c, f, len, r, rlen);
+		return;
+	}
 	if (get16(f + 12) == 0x0806) {
 		CHECK(c->has_gateway4 && len >= 42 && rlen == 60);
 		CHECK(get16(f + 20) == 1);          /* a request */
@@ -153,6 +208,10 @@ static void check_reply(const struct ndp_port_config *c, const uint8_t *f, size_
 		CHECK(!memcmp(r + 22, router_mac, 6) && !memcmp(r + 32, vm_mac, 6));
 		CHECK(!memcmp(r + 28, f + 38, 4) && !memcmp(r + 38, f + 28, 4));
 		CHECK(!memcmp(r + 42, zero16, 16) && !r[58] && !r[59]);
+		return;
+	}
+	if (get16(f + 12) == 0x86dd && len > ICMP && f[ETH + 6] == 58 && f[ICMP] == 128) {
+		check_echo6(f, len, r, rlen, ll);
 		return;
 	}
 	CHECK(get16(f + 12) == 0x86dd && f[ETH + 6] == 58 && f[ETH + 7] == 255);
@@ -205,7 +264,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	len = size - 1;
 	c = &cfgs[mode & MODE_CFG_B];
 	now = (uint64_t)(mode >> 4) * 1000;
-	cap = (mode & MODE_SMALL_REPLY) && len ? data[1] : NDP_REPLY_MAX;
+	/* As the workers give it: an echo reply is as long as its request. */
+	cap = (mode & MODE_SMALL_REPLY) && len ? data[1] : len > NDP_REPLY_MAX ? len : NDP_REPLY_MAX;
 	frame = malloc(len ? len : 1);
 	reply = malloc(cap ? cap : 1);
 	reply2 = malloc(cap ? cap : 1);
@@ -243,12 +303,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		/* Seen from the VM's side, the reply is valid: an NA or an
 		 * ARP reply is taken, an RA gets as far as "routers do not
-		 * take RAs from the VM". */
+		 * take RAs from the VM", an echo reply is for routing. */
+		bool echo_reply = get16(reply + 12) == 0x0800 ||
+				  (get16(reply + 12) == 0x86dd && reply[ICMP] == 129);
+
 		v2 = ndp_handle(&mirrors[mode & MODE_CFG_B], &st2, now, reply, rlen, echo,
 				NDP_REPLY_MAX, &elen);
-		CHECK(v2 == (get16(reply + 12) == 0x86dd && reply[ICMP] == 134
-				     ? NDP_DROP_UNEXPECTED
-				     : NDP_CONSUMED));
+		CHECK(v2 == (echo_reply                                           ? NDP_NOT_NDP
+			     : get16(reply + 12) == 0x86dd && reply[ICMP] == 134 ? NDP_DROP_UNEXPECTED
+										  : NDP_CONSUMED));
 	}
 	free(frame);
 	free(reply);

@@ -423,14 +423,20 @@ static void received(uint32_t res, bool tun_vnet)
 	}
 	if (v == FRAME_NEIGHBOUR && !offloaded) {
 		static struct ndp_port_state state;
-		static uint8_t reply[NDP_REPLY_MAX];
+		/* As port_neighbour sizes it: an echo reply is as long as
+		 * its request. */
+		size_t cap = len > NDP_REPLY_MAX ? len : NDP_REPLY_MAX;
+		uint8_t *reply = malloc(cap);
 		uint16_t type = (uint16_t)(frame[12] << 8 | frame[13]);
 		size_t rlen = 0;
 		enum ndp_verdict nv;
 
-		CHECK(type == FRAME_ETH_P_ARP || type == FRAME_ETH_P_IPV6);
-		nv = ndp_handle(&ndp_cfg, &state, 1000, frame, len, reply, sizeof(reply), &rlen);
-		CHECK(rlen <= sizeof(reply));
+		CHECK(reply);
+		CHECK(type == FRAME_ETH_P_ARP || type == FRAME_ETH_P_IPV6 ||
+		      (type == FRAME_ETH_P_IP && cfg.has_gateway4));
+		nv = ndp_handle(&ndp_cfg, &state, 1000, frame, len, reply, cap, &rlen);
+		CHECK(rlen <= cap);
+		free(reply);
 		if (nv != NDP_NOT_NDP) {
 			seen.ndp++;
 			return;

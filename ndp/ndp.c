@@ -1,12 +1,14 @@
 /* Neighbour discovery on a VM port (RFC 4861): recognises the ND messages
  * in a frame from the VM, validates them as §6.1.1 and §7.1 require, and
- * answers NS and RS as the VM's only router. ARP is in arp.c. */
+ * answers NS and RS as the VM's only router. ARP is in arp.c, echo
+ * replies from the router in echo.c. */
 #include "ndp/ndp.h"
 
 #include <endian.h>
 #include <string.h>
 
 #include "ndp/arp.h"
+#include "ndp/echo.h"
 #include "pkt/csum.h"
 
 /* Security model: the frame comes from an untrusted guest and may be any
@@ -434,6 +436,9 @@ static enum ndp_verdict handle_ipv6(struct nd_msg *m, const uint8_t *frame, size
 	if (off >= len)
 		return NDP_NOT_NDP;
 	type = frame[off];
+	if (type == NDP_ICMP6_ECHO_REQUEST && !ext)
+		return ndp_echo_handle6(m->cfg, stats, m->router_ll, frame, len, m->reply,
+					m->reply_cap, m->reply_len);
 	if (type < NDP_ICMP6_RS || type > NDP_ICMP6_REDIRECT)
 		return NDP_NOT_NDP;
 
@@ -505,9 +510,13 @@ enum ndp_verdict ndp_handle(const struct ndp_port_config *cfg, struct ndp_port_s
 		ndp_router_link_local(cfg, m.router_ll);
 		v = handle_ipv6(&m, frame, len);
 		break;
+	case NDP_ETH_P_IPV4:
+		/* Only an echo request to the gateway is the router's own. */
+		v = ndp_echo_handle4(cfg, &state->stats, frame, len, reply, reply_cap, reply_len);
+		break;
 	default:
-		/* IPv4, and VLAN-tagged frames of any kind: weft's ports are
-		 * untagged, the router decides what to do with them. */
+		/* VLAN-tagged frames of any kind: weft's ports are untagged,
+		 * the router decides what to do with them. */
 		v = NDP_NOT_NDP;
 		break;
 	}

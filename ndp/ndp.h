@@ -129,7 +129,9 @@ const char *ndp_verdict_name(enum ndp_verdict v);
 	X(arp_probe)         /* RFC 5227 probe (sender 0.0.0.0) */         \
 	X(arp_gratuitous)    /* announcement: sender == target */          \
 	X(arp_own)           /* request for the VM's own address */        \
-	X(arp_no_ipv4)       /* port without an IPv4 gateway */
+	X(arp_no_ipv4)       /* port without an IPv4 gateway */          \
+	X(rx_echo)           /* echo request to the router's address */  \
+	X(tx_echo_reply)
 
 /* Counters of one port, added to with relaxed atomics so that the workers
  * serving a multi-queue port may share them; readers take each counter on

@@ -58,8 +58,10 @@ struct ndp_ip6_hdr {
 } __attribute__((packed));
 _Static_assert(sizeof(struct ndp_ip6_hdr) == NDP_IP6_HLEN, "IPv6 header");
 
-/* ICMPv6 neighbour discovery (RFC 4861 §4). */
+/* ICMPv6 neighbour discovery (RFC 4861 §4), and the echo request the
+ * router answers (RFC 4443 §4.1). */
 enum ndp_icmp6_type {
+	NDP_ICMP6_ECHO_REQUEST = 128,
 	NDP_ICMP6_RS = 133,
 	NDP_ICMP6_RA = 134,
 	NDP_ICMP6_NS = 135,

@@ -15,6 +15,7 @@
 enum {
 	IP4_HLEN = 20,
 	IP6_HLEN = 40,
+	IPPROTO_ICMP_ = 1,
 	IPPROTO_ICMPV6_ = 58,
 };
 
@@ -137,6 +138,12 @@ enum frame_verdict frame_classify(const struct port_config *cfg, const uint8_t *
 	case FRAME_ETH_P_ARP:
 		return FRAME_NEIGHBOUR;
 	case FRAME_ETH_P_IP:
+		/* ICMP to the gateway (an echo request) is the responder's
+		 * too; what it leaves is routed. */
+		if (cfg->has_gateway4 && len >= FRAME_ETH_HLEN + IP4_HLEN &&
+		    frame[FRAME_ETH_HLEN + 9] == IPPROTO_ICMP_ &&
+		    !memcmp(frame + FRAME_ETH_HLEN + 16, cfg->gateway4, 4))
+			return FRAME_NEIGHBOUR;
 		return FRAME_ROUTE;
 	case FRAME_ETH_P_IPV6:
 		/* Neighbour discovery and the rest of ICMPv6 meet the responder

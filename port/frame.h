@@ -33,9 +33,9 @@ struct frame_ip {
 };
 
 /* The first look at frame[0, len) (Ethernet, no virtio-net header)
- * received from the VM of the port cfg: FRAME_NEIGHBOUR for ARP and ICMPv6
- * (give it to ndp_handle first), FRAME_ROUTE for IPv4 and IPv6 (check it
- * with frame_ip_check), FRAME_DROP with *why. */
+ * received from the VM of the port cfg: FRAME_NEIGHBOUR for ARP, ICMPv6 and
+ * ICMP to the gateway (give it to ndp_handle first), FRAME_ROUTE for other
+ * IPv4 and IPv6 (check it with frame_ip_check), FRAME_DROP with *why. */
 enum frame_verdict frame_classify(const struct port_config *cfg, const uint8_t *frame, size_t len,
 				  enum port_drop *why);
 

@@ -102,6 +102,13 @@ grep -q "lladdr $ROUTER_MAC .*\(REACHABLE\|router\)" <<<"$n6" || fail "vm1 neigh
 out=$(ip netns exec "$VM1_NS" timeout $((HANG_SECS + 5)) ndisc6 -1 -r "$HANG_SECS" -n fd00:242:1::12 "$VM1_TAP") || fail "ndisc6 got no NA: $out"
 grep -qi "$ROUTER_MAC" <<<"$out" || fail "ndisc6: the NA does not carry $ROUTER_MAC: $out"
 
+step "the VM pings its router: the gateway and the router's link-local address answer"
+# No host has these addresses: only weft's responder can answer (ndp/echo.c).
+ping_ok "$VM1_NS" "$GW4" 3 || fail "vm1 -> gateway $GW4: no echo reply"
+ping_ok "$VM1_NS" "$GW4" 2 -s 1372 || fail "vm1 -> gateway $GW4: no echo reply to 1400 bytes"
+ping_ok "$VM1_NS" "$ROUTER_LL%$VM1_TAP" 3 || fail "vm1 -> router $ROUTER_LL: no echo reply"
+ping_ok "$VM3_NS" "$GW4" 3 || fail "vm3 -> gateway $GW4: no echo reply"
+
 # iperf VM_FROM VM_TO ADDR: a 3 s TCP transfer must complete.
 iperf() {
 	local from=VM$1_NS to=VM$2_NS gbps

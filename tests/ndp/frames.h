@@ -101,6 +101,51 @@ static inline uint16_t ref_icmp6_csum(const uint8_t *src, const uint8_t *dst,
 	return (uint16_t)~sum;
 }
 
+/* The Internet checksum of p[0, len), summed naively from sum: what the
+ * checksum field must hold (when zero while summed), or 0 over a correct
+ * block. */
+static inline uint16_t ref_csum(const uint8_t *p, size_t len, uint32_t sum)
+{
+	for (size_t i = 0; i < len; i += 2)
+		sum += (uint32_t)p[i] << 8 | (i + 1 < len ? p[i + 1] : 0);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* An IPv4 ICMP message from the VM of type from src to dst with n data
+ * bytes, ident 0x1234 and sequence 7, behind an IPv4 header with ihl words,
+ * into frame (F_MAX bytes); returns the frame's length (padded to 60 as on
+ * a wire). */
+static inline size_t icmp4_build(uint8_t *frame, uint8_t type, const char *src,
+				 const char *dst, size_t n, size_t ihl)
+{
+	uint8_t *ip = frame + 14, *icmp;
+	size_t hlen = ihl * 4, total = hlen + 8 + n;
+
+	memset(frame, 0, F_MAX);
+	memcpy(frame, ROUTER_MAC, 6);
+	memcpy(frame + 6, VM_MAC, 6);
+	put16(frame + 12, 0x0800);
+	ip[0] = (uint8_t)(0x40 | ihl);
+	ip[1] = 0x10;
+	put16(ip + 2, (unsigned int)total);
+	put16(ip + 4, 0xbeef);
+	ip[8] = 64;
+	ip[9] = 1;
+	memcpy(ip + 12, ip4(src).b, 4);
+	memcpy(ip + 16, ip4(dst).b, 4);
+	put16(ip + 10, ref_csum(ip, hlen, 0));
+	icmp = ip + hlen;
+	icmp[0] = type;
+	put16(icmp + 4, 0x1234);
+	put16(icmp + 6, 7);
+	for (size_t i = 0; i < n; i++)
+		icmp[8 + i] = (uint8_t)(i * 7 + 1);
+	put16(icmp + 2, ref_csum(icmp, 8 + n, 0));
+	return 14 + total < 60 ? 60 : 14 + total;
+}
+
 /* A neighbour discovery message from the VM, with knobs for breaking it. */
 struct nd {
 	uint8_t eth_src[6];

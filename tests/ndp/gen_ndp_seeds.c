@@ -88,5 +88,11 @@ int main(int argc, char **argv)
 
 	a.len = 42;
 	arp("arp_unpadded", 0, a);
+	put("echo4_gateway", 0, icmp4_build(frame, 8, "10.1.0.10", "10.1.0.1", 56, 5));
+	put("echo4_options", 0, icmp4_build(frame, 8, "10.1.0.10", "10.1.0.1", 8, 6));
+	m = nd_base(128, VM_LL, RT_LL);
+	m.hop = 64;
+	m.icmp_len_override = 64;
+	nd("echo6_router", FIX_LEN | FIX_CSUM, m);
 	return 0;
 }
