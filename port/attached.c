@@ -369,13 +369,36 @@ static void attached_close(struct wg_device *dev, struct port *port)
 	}
 }
 
-/* The bypass program's counters (zero without BPF); what it dropped for a
- * source not registered to the port counts with userspace's drops. */
+/* Whether the netdev is there, up and has a carrier: a veth whose VM side
+ * is down, or a VMM's tap whose VMM closed it, has none. It lives in
+ * weftd's namespace (by its index, which a rename keeps). */
+static bool netdev_running(int ifindex)
+{
+	struct ifreq ifr = { 0 };
+	int fd;
+	bool running = false;
+
+	if (!if_indextoname((unsigned int)ifindex, ifr.ifr_name))
+		return false; /* deleted */
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	if (!ioctl(fd, SIOCGIFFLAGS, &ifr))
+		running = (ifr.ifr_flags & (IFF_UP | IFF_RUNNING)) == (IFF_UP | IFF_RUNNING);
+	close(fd);
+	return running;
+}
+
+/* The netdev's state, and the bypass program's counters (zero without
+ * BPF); what it dropped for a source not registered to the port counts
+ * with userspace's drops. */
 static void attached_info(struct wg_device *dev, const struct port *port,
 			  struct port_info *info)
 {
 	struct port_attached *at = dev->ports->attached;
 	uint64_t spoofed = 0;
+
+	info->connected = netdev_running(port->ifindex);
 
 	if (at && port->bypassed)
 		port_bypass_stats(at->bypass, port->slot, &info->bypass_packets, &info->bypass_bytes,

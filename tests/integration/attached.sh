@@ -115,6 +115,27 @@ mac1=$(ip -n "$NS_A" -j link show "$AT1" | jq -r '.[0].address')
 rm=$(jq -r --arg p "$AT1" '.[] | select(.name == $p) | .router_mac' <<<"$OUT")
 [[ $rm == "$mac1" ]] || fail "router MAC $rm, the netdev's is $mac1"
 
+step "the port's state follows its netdev: down while the VM's side is down or the netdev is gone"
+# A veth of its own (the VM's routes through the others stay untouched).
+ST=as${RUN_ID}
+ip -n "$NS_A" link add "$ST" type veth peer name eth9 netns "$VM1"
+ip -n "$NS_A" link set "$ST" up
+ip -n "$VM1" link set eth9 up
+weft -i "$IF_A" port add "$ST" attached mac 52:54:00:43:00:19 || fail "port add $ST: $ERR"
+port_state() {
+	weft -i "$IF_A" port list --json || fail "weft port list: $ERR"
+	[[ $(jq -r --arg p "$ST" '.[] | select(.name == $p) | .connected' <<<"$OUT") == "$1" ]]
+}
+# Carrier follows the peer at once; each wait is only a hang guard.
+wait_for 10 port_state true || fail "$ST is not up in weft port list"
+ip -n "$VM1" link set eth9 down
+wait_for 10 port_state false || fail "$ST still up with its VM's side down"
+ip -n "$VM1" link set eth9 up
+wait_for 10 port_state true || fail "$ST not up again with its VM's side up"
+ip -n "$NS_A" link del "$ST"
+wait_for 10 port_state false || fail "$ST still up after its netdev was deleted"
+weft -i "$IF_A" port del "$ST" || fail "port del $ST: $ERR"
+
 step "weftd's host routes, marked with its protocol"
 r=$(ip -n "$NS_A" route show proto $PROTO)
 grep -q "10.243.0.11 dev $AT1" <<<"$r" || fail "no route to vm1: $r"
