@@ -7,13 +7,10 @@
  * lookup put the record under re-check (LOC_VERIFY), which the forwarding
  * entry must not overlook, and the packet that waited goes on to X's
  * holder (CI saw the mesh moves lose 25-31 pings to this). */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include <sodium.h>
 
 #include "mesh/internal.h"
 #include "mesh/mesh.h"
@@ -22,21 +19,13 @@
 #include "router/hop.h"
 #include "router/table.h"
 #include "wg/clock.h"
-#include "wg/config.h"
 #include "wg/device.h"
 #include "wg/log.h"
-#include "wg/noise.h"
 #include "wg/packet.h"
 #include "wg/peer.h"
 #include "wg/send.h"
 
-#define CHECK(cond) do {                                                      \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "%s:%d: check failed: %s\n",         \
-				__FILE__, __LINE__, #cond);                   \
-			exit(1);                                              \
-		}                                                             \
-	} while (0)
+#include "mesh_device.h"
 
 enum { N_PEERS = 2 };
 
@@ -46,60 +35,14 @@ static struct wg_tx tx;
 /* What a VM port's entry in the table looks like to the mesh. */
 static struct rt_hop port_hop = { .kind = RT_HOP_PORT };
 
-static void key_pair(int i, uint8_t pub[WG_KEY_LEN], uint8_t priv[WG_KEY_LEN])
-{
-	struct wg_noise_identity id;
-
-	for (size_t b = 0; b < WG_KEY_LEN; b++)
-		priv[b] = (uint8_t)(0x31 * (i + 1) + 7 * b);
-	wg_noise_identity_set(&id, priv);
-	memcpy(pub, id.static_public, WG_KEY_LEN);
-	sodium_memzero(&id, sizeof(id));
-}
-
-/* This host and N_PEERS peers, peer i owning 10.10.i.0/24; the mesh on
- * 10.77.0.0/16, unicast. */
 static void setup(void)
 {
-	struct wg_device_config cfg = { 0 };
-	struct mesh_config mc = { .mode = MESH_UNICAST, .n_prefixes = 1 };
-	uint8_t pub[WG_KEY_LEN], priv[WG_KEY_LEN];
-	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-	CHECK(fd >= 0);
-	dev = wg_device_new("weftmove0", &fd, NULL, 1, false, WG_DEFAULT_MTU);
-	CHECK(dev && port_table_new(dev) == 0);
-	dev->hooks.peer_removed = mesh_peer_removed;
-	dev->hooks.peer_up = mesh_peer_up;
-	key_pair(N_PEERS, pub, priv);
-	cfg.has_private_key = true;
-	memcpy(cfg.private_key, priv, WG_KEY_LEN);
-	for (int i = 0; i < N_PEERS; i++) {
-		struct wg_peer_config *pc = wg_config_add_peer(&cfg);
-		struct wg_allowed_ip *a;
-
-		CHECK(pc);
-		key_pair(i, peer_pub[i], priv);
-		memcpy(pc->public_key, peer_pub[i], WG_KEY_LEN);
-		CHECK((a = wg_config_add_allowed_ip(pc)));
-		a->prefix = (struct ip_prefix){ .family = AF_INET, .cidr = 24,
-						.addr = { 10, 10, (uint8_t)i, 0 } };
-	}
-	sodium_memzero(priv, sizeof(priv));
-	CHECK(wg_device_set(dev, &cfg) == 0);
-	wg_config_clear(&cfg);
-	CHECK(mesh_new(dev, &dev->mesh) == 0);
-	mc.prefixes[0] = (struct ip_prefix){ .family = AF_INET, .cidr = 16, .addr = { 10, 77 } };
-	CHECK(mesh_set(dev, &mc) == 0);
-	wg_tx_direct_init(&tx, dev); /* nothing is sealed: no peer has a session */
+	dev = mesh_test_device("weftmove0", N_PEERS, peer_pub, &tx);
 }
 
 static struct mesh_stats stats(void)
 {
-	struct mesh_stats st;
-
-	mesh_get(dev, NULL, &st);
-	return st;
+	return mesh_test_stats(dev);
 }
 
 static struct wg_peer *peer(int i)
@@ -251,11 +194,7 @@ int main(void)
 	setup();
 	test_move();
 	test_move_with_lookup();
-	wg_rwlock_wrlock(&dev->lock);
-	mesh_free(dev);
-	port_table_free(dev);
-	wg_rwlock_unlock(&dev->lock);
-	wg_device_free(dev);
+	mesh_test_free(dev);
 	printf("test_mesh_move: ok\n");
 	return 0;
 }
