@@ -9,7 +9,9 @@
 # leaves the link as the admin set it (MTU, TUN queues) and the first daemon
 # serving; in the foreground and when it would detach. And a detaching start
 # that fails after it made its TUN (a --metrics port that is taken) leaves
-# no interface and no socket behind once the command returns.
+# no interface and no socket behind once the command returns; so does a
+# start whose capability drop fails (capset refused under the unit's
+# sandbox), which is fatal.
 #
 #   netns ...-a
 #  +------------------------------------------------+
@@ -128,4 +130,25 @@ second "$IF_C" --metrics "127.0.0.1:$port"
 grep -q "Address already in use" <<<"$ERR" || fail "no reason given: $ERR"
 ! ip -n "$NS_A" link show "$IF_C" >/dev/null 2>&1 || fail "the failed start left $IF_C behind"
 [[ ! -e $WG_SOCK_DIR/$IF_C.sock ]] || fail "the failed start left its socket behind"
+
+step "a capability drop that fails stops weftd: it never serves with root's capabilities"
+# The unit's sandbox (tests/tools/unit_sandbox) with capset(2) refused.
+sandbox=$TEST_DIR/../tools/unit_sandbox
+seccomp=$(dirname "$WEFTD_BIN")/../tests/tools/seccomp_exec
+if is_sanitized "$WEFTD_BIN"; then
+	skip_part "a sanitizer build under a seccomp filter (LeakSanitizer needs ptrace)"
+elif ! command -v systemd-analyze >/dev/null || ! command -v setpriv >/dev/null || [[ ! -x $seccomp ]]; then
+	skip_part "no systemd-analyze, setpriv or $seccomp for the sandbox"
+else
+	IF_D=$(ifname d)
+	RC=0
+	ip netns exec "$NS_A" env LOG_LEVEL=error WEFT_SANDBOX_UNIT="$TEST_DIR/../../packaging/weftd@.service" \
+		WEFT_SANDBOX_WEFTD="$WEFTD_BIN" WEFT_SANDBOX_SECCOMP="$seccomp" WEFT_SANDBOX_DENY=capset \
+		timeout "$HANG_SECS" "$sandbox" -f "$IF_D" >"$WORK/nocaps.log" 2>&1 || RC=$?
+	((RC != 0 && RC != 124)) || fail "weftd without capset exited $RC: $(cat "$WORK/nocaps.log")"
+	grep -q "cannot drop capabilities: Operation not permitted" "$WORK/nocaps.log" ||
+		fail "no reason given: $(cat "$WORK/nocaps.log")"
+	! ip -n "$NS_A" link show "$IF_D" >/dev/null 2>&1 || fail "the failed start left $IF_D behind"
+	[[ ! -e $WG_SOCK_DIR/$IF_D.sock ]] || fail "the failed start left its socket behind"
+fi
 pass
