@@ -68,22 +68,32 @@ static struct sock_filter ndp_filter[] = {
 	BPF_STMT(BPF_RET | BPF_K, 0),
 };
 
-static int netdev_mac(const char *name, uint8_t mac[6])
+/* ioctl req about the netdev ifr names (the name set): 0 or -errno. */
+static int netdev_ioctl(unsigned long req, struct ifreq *ifr)
 {
-	struct ifreq ifr = { 0 };
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), err = 0;
 
 	if (fd < 0)
 		return -errno;
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
-	if (ioctl(fd, SIOCGIFHWADDR, &ifr))
+	if (ioctl(fd, req, ifr))
 		err = -errno;
-	else if (ifr.ifr_hwaddr.sa_family != 1 /* ARPHRD_ETHER */)
-		err = -EINVAL;
-	else
-		memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
 	close(fd);
 	return err;
+}
+
+static int netdev_mac(const char *name, uint8_t mac[6])
+{
+	struct ifreq ifr = { 0 };
+	int err;
+
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	err = netdev_ioctl(SIOCGIFHWADDR, &ifr);
+	if (err)
+		return err;
+	if (ifr.ifr_hwaddr.sa_family != 1 /* ARPHRD_ETHER */)
+		return -EINVAL;
+	memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
+	return 0;
 }
 
 /* A veth takes bpf_redirect_peer; anything else (a tap) bpf_redirect. */
@@ -91,17 +101,10 @@ static bool netdev_is_veth(const char *name)
 {
 	struct ethtool_drvinfo info = { .cmd = ETHTOOL_GDRVINFO };
 	struct ifreq ifr = { 0 };
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	bool veth = false;
 
-	if (fd < 0)
-		return false;
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
 	ifr.ifr_data = (void *)&info;
-	if (!ioctl(fd, SIOCETHTOOL, &ifr))
-		veth = !strcmp(info.driver, "veth");
-	close(fd);
-	return veth;
+	return !netdev_ioctl(SIOCETHTOOL, &ifr) && !strcmp(info.driver, "veth");
 }
 
 /* The port's netdev's IPv4 rp_filter sysctl. */
@@ -375,18 +378,11 @@ static void attached_close(struct wg_device *dev, struct port *port)
 static bool netdev_running(int ifindex)
 {
 	struct ifreq ifr = { 0 };
-	int fd;
-	bool running = false;
 
 	if (!if_indextoname((unsigned int)ifindex, ifr.ifr_name))
 		return false; /* deleted */
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return false;
-	if (!ioctl(fd, SIOCGIFFLAGS, &ifr))
-		running = (ifr.ifr_flags & (IFF_UP | IFF_RUNNING)) == (IFF_UP | IFF_RUNNING);
-	close(fd);
-	return running;
+	return !netdev_ioctl(SIOCGIFFLAGS, &ifr) &&
+	       (ifr.ifr_flags & (IFF_UP | IFF_RUNNING)) == (IFF_UP | IFF_RUNNING);
 }
 
 /* The netdev's state, and the bypass program's counters (zero without

@@ -14,8 +14,10 @@
 
 #include "mesh/mesh.h"
 #include "port/ports.h"
+#include "wg/clock.h"
 #include "wg/config.h"
 #include "wg/device.h"
+#include "wg/log.h"
 #include "wg/noise.h"
 #include "wg/send.h"
 
@@ -38,16 +40,23 @@ static inline void mesh_test_key_pair(int i, uint8_t pub[WG_KEY_LEN], uint8_t pr
 	sodium_memzero(&id, sizeof(id));
 }
 
-/* The device named name with n peers, whose public keys go to pubs[i]. */
+/* The device named name with n peers, whose public keys go to pubs[i],
+ * on a stopped clock (no bucket refills, no lookup times out between a
+ * test's steps) with the log silent. */
 static inline struct wg_device *mesh_test_device(const char *name, int n,
 						 uint8_t (*pubs)[WG_KEY_LEN], struct wg_tx *tx)
 {
 	struct wg_device_config cfg = { 0 };
 	struct mesh_config mc = { .mode = MESH_UNICAST, .n_prefixes = 1 };
 	uint8_t pub[WG_KEY_LEN], priv[WG_KEY_LEN];
-	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	struct wg_device *dev;
+	int fd;
 
+	CHECK(sodium_init() >= 0);
+	wg_log_set_level(WG_LOG_SILENT);
+	wg_clock_init();
+	wg_clock_test_hold(1000 * NSEC_PER_SEC, 1700000000ull * NSEC_PER_SEC);
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	CHECK(fd >= 0);
 	dev = wg_device_new(name, &fd, NULL, 1, false, WG_DEFAULT_MTU);
 	CHECK(dev && port_table_new(dev) == 0);
