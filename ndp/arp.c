@@ -7,6 +7,8 @@
 #include <endian.h>
 #include <string.h>
 
+#include "ndp/reply.h"
+
 /* Security model: the frame comes from an untrusted guest and may be any
  * bytes of any length. Every field is read only after the length check
  * below covers it, and no field is trusted to agree with another: the
@@ -52,7 +54,6 @@ bool ndp_arp_config_ok(const struct ndp_port_config *cfg)
 static enum ndp_verdict reply_arp(const struct ndp_port_config *cfg, const struct ndp_arp *req,
 				  uint8_t *reply, size_t reply_cap, size_t *reply_len)
 {
-	struct ndp_eth_hdr *eth = (struct ndp_eth_hdr *)reply;
 	struct ndp_arp *arp = (struct ndp_arp *)(reply + NDP_ETH_HLEN);
 
 	if (reply_cap < NDP_ETH_ZLEN)
@@ -60,9 +61,7 @@ static enum ndp_verdict reply_arp(const struct ndp_port_config *cfg, const struc
 	/* Zero padding up to the Ethernet minimum: a tap or vhost-user
 	 * peer does not pad for us. */
 	memset(reply, 0, NDP_ETH_ZLEN);
-	memcpy(eth->dst, cfg->vm_mac, NDP_ETH_ALEN);
-	memcpy(eth->src, cfg->router_mac, NDP_ETH_ALEN);
-	eth->type = htobe16(NDP_ETH_P_ARP);
+	ndp_put_eth(cfg, reply, NDP_ETH_P_ARP);
 	arp->htype = htobe16(NDP_ARP_HTYPE_ETHER);
 	arp->ptype = htobe16(NDP_ETH_P_IPV4);
 	arp->hlen = NDP_ETH_ALEN;

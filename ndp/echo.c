@@ -5,6 +5,7 @@
 #include <endian.h>
 #include <string.h>
 
+#include "ndp/reply.h"
 #include "pkt/csum.h"
 
 /* Security model: the frame comes from an untrusted guest and may be any
@@ -34,15 +35,6 @@ static uint16_t load_be16(const uint8_t *p)
 static bool sum_ok(tun_csum_t sum, const uint8_t *p, size_t len)
 {
 	return tun_csum_finish(tun_csum_add(sum, p, len)) == 0;
-}
-
-static void put_eth(const struct ndp_port_config *cfg, uint8_t *out, uint16_t type)
-{
-	struct ndp_eth_hdr *eth = (struct ndp_eth_hdr *)out;
-
-	memcpy(eth->dst, cfg->vm_mac, NDP_ETH_ALEN);
-	memcpy(eth->src, cfg->router_mac, NDP_ETH_ALEN);
-	eth->type = htobe16(type);
 }
 
 /* The Echo Reply to the request icmp[0, len) at out: the same identifier,
@@ -93,7 +85,7 @@ enum ndp_verdict ndp_echo_handle4(const struct ndp_port_config *cfg, struct ndp_
 	if (reply_cap < NDP_ETH_HLEN + IP4_HLEN + icmp_len)
 		return NDP_DROP_NO_ROOM;
 
-	put_eth(cfg, reply, NDP_ETH_P_IPV4);
+	ndp_put_eth(cfg, reply, NDP_ETH_P_IPV4);
 	rip = reply + NDP_ETH_HLEN;
 	memset(rip, 0, IP4_HLEN);
 	rip[0] = 0x45;
@@ -125,9 +117,7 @@ enum ndp_verdict ndp_echo_handle6(const struct ndp_port_config *cfg, struct ndp_
 	const struct ndp_ip6_hdr *ip = (const struct ndp_ip6_hdr *)(frame + NDP_ETH_HLEN);
 	const uint8_t *icmp = frame + NDP_ETH_HLEN + NDP_IP6_HLEN;
 	size_t icmp_len = len - NDP_ETH_HLEN - NDP_IP6_HLEN;
-	struct ndp_ip6_hdr *rip;
 	uint8_t *ricmp;
-	uint16_t csum;
 
 	if (!ndp_ip6_eq(ip->dst, router_ll))
 		return NDP_NOT_NDP;
@@ -148,22 +138,9 @@ enum ndp_verdict ndp_echo_handle6(const struct ndp_port_config *cfg, struct ndp_
 	if (reply_cap < NDP_ETH_HLEN + NDP_IP6_HLEN + icmp_len)
 		return NDP_DROP_NO_ROOM;
 
-	put_eth(cfg, reply, NDP_ETH_P_IPV6);
-	rip = (struct ndp_ip6_hdr *)(reply + NDP_ETH_HLEN);
-	rip->ver_tc_flow = htobe32(6u << 28);
-	rip->payload_len = htobe16((uint16_t)icmp_len);
-	rip->next_header = NDP_IPPROTO_ICMPV6;
-	rip->hop_limit = REPLY_HOP_LIMIT;
-	memcpy(rip->src, router_ll, NDP_IP6_ADDR_LEN);
-	memcpy(rip->dst, ip->src, NDP_IP6_ADDR_LEN);
-	ricmp = reply + NDP_ETH_HLEN + NDP_IP6_HLEN;
+	ricmp = ndp_put_ip6(cfg, reply, router_ll, ip->src, icmp_len, REPLY_HOP_LIMIT);
 	put_echo(ricmp, icmp, icmp_len, ICMP6_ECHO_REPLY);
-	csum = tun_csum_finish(tun_csum_add(tun_csum_pseudo((const uint8_t *)rip,
-							    NDP_IPPROTO_ICMPV6,
-							    (uint32_t)icmp_len),
-					    ricmp, icmp_len));
-	ricmp[2] = (uint8_t)(csum >> 8);
-	ricmp[3] = (uint8_t)csum;
+	ndp_put_icmp6_checksum(reply + NDP_ETH_HLEN, icmp_len);
 	*reply_len = NDP_ETH_HLEN + NDP_IP6_HLEN + icmp_len;
 	ndp_stat_inc(stats, tx_echo_reply);
 	return NDP_REPLY;

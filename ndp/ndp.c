@@ -9,6 +9,7 @@
 
 #include "ndp/arp.h"
 #include "ndp/echo.h"
+#include "ndp/reply.h"
 #include "pkt/csum.h"
 
 /* Security model: the frame comes from an untrusted guest and may be any
@@ -163,28 +164,31 @@ static bool scan_options(const struct nd_msg *m, size_t fixed, uint8_t ll_type, 
 	return true;
 }
 
-/* Writes the Ethernet and IPv6 headers of a reply from the router to the
- * VM; returns where the ICMPv6 message of icmp_len bytes goes. */
-static uint8_t *put_headers(const struct ndp_port_config *cfg, uint8_t *out, const uint8_t *src,
-			    const uint8_t *dst, size_t icmp_len)
+void ndp_put_eth(const struct ndp_port_config *cfg, uint8_t *out, uint16_t type)
 {
 	struct ndp_eth_hdr *eth = (struct ndp_eth_hdr *)out;
-	struct ndp_ip6_hdr *ip = (struct ndp_ip6_hdr *)(out + NDP_ETH_HLEN);
 
 	memcpy(eth->dst, cfg->vm_mac, NDP_ETH_ALEN);
 	memcpy(eth->src, cfg->router_mac, NDP_ETH_ALEN);
-	eth->type = htobe16(NDP_ETH_P_IPV6);
+	eth->type = htobe16(type);
+}
+
+uint8_t *ndp_put_ip6(const struct ndp_port_config *cfg, uint8_t *out, const uint8_t *src,
+		     const uint8_t *dst, size_t icmp_len, uint8_t hop_limit)
+{
+	struct ndp_ip6_hdr *ip = (struct ndp_ip6_hdr *)(out + NDP_ETH_HLEN);
+
+	ndp_put_eth(cfg, out, NDP_ETH_P_IPV6);
 	ip->ver_tc_flow = htobe32(6u << 28);
 	ip->payload_len = htobe16((uint16_t)icmp_len);
 	ip->next_header = NDP_IPPROTO_ICMPV6;
-	ip->hop_limit = NDP_IP6_ND_HOP_LIMIT;
+	ip->hop_limit = hop_limit;
 	memcpy(ip->src, src, NDP_IP6_ADDR_LEN);
 	memcpy(ip->dst, dst, NDP_IP6_ADDR_LEN);
 	return out + NDP_ETH_HLEN + NDP_IP6_HLEN;
 }
 
-/* Fills in the checksum of the ICMPv6 message after the IPv6 header at ip. */
-static void put_checksum(uint8_t *ip, size_t icmp_len)
+void ndp_put_icmp6_checksum(uint8_t *ip, size_t icmp_len)
 {
 	struct ndp_icmp6_hdr *h = (struct ndp_icmp6_hdr *)(ip + NDP_IP6_HLEN);
 	tun_csum_t sum = tun_csum_pseudo(ip, NDP_IPPROTO_ICMPV6, (uint32_t)icmp_len);
@@ -205,7 +209,7 @@ static void put_ra(const struct ndp_port_config *cfg, const uint8_t *router_ll,
 		   const uint8_t *dst, uint8_t *out, size_t len)
 {
 	size_t icmp_len = len - NDP_ETH_HLEN - NDP_IP6_HLEN;
-	uint8_t *p = put_headers(cfg, out, router_ll, dst, icmp_len);
+	uint8_t *p = ndp_put_ip6(cfg, out, router_ll, dst, icmp_len, NDP_IP6_ND_HOP_LIMIT);
 	struct ndp_ra *ra = (struct ndp_ra *)p;
 	struct ndp_opt_lladdr *ll;
 
@@ -243,7 +247,7 @@ static void put_ra(const struct ndp_port_config *cfg, const uint8_t *router_ll,
 		memcpy(pi->prefix, src->prefix, NDP_IP6_ADDR_LEN);
 		p += sizeof(*pi);
 	}
-	put_checksum(out + NDP_ETH_HLEN, icmp_len);
+	ndp_put_icmp6_checksum(out + NDP_ETH_HLEN, icmp_len);
 }
 
 size_t ndp_build_ra(const struct ndp_port_config *cfg, const uint8_t *dst, uint8_t *out,
@@ -314,7 +318,7 @@ static enum ndp_verdict send_na(struct nd_msg *m, const uint8_t *src, const uint
 
 	if (m->reply_cap < len)
 		return NDP_DROP_NO_ROOM;
-	p = put_headers(m->cfg, m->reply, src, dst, icmp_len);
+	p = ndp_put_ip6(m->cfg, m->reply, src, dst, icmp_len, NDP_IP6_ND_HOP_LIMIT);
 	memset(p, 0, icmp_len);
 	na = (struct ndp_ns_na *)p;
 	na->hdr.type = NDP_ICMP6_NA;
@@ -324,7 +328,7 @@ static enum ndp_verdict send_na(struct nd_msg *m, const uint8_t *src, const uint
 	ll->hdr.type = NDP_OPT_TLLA;
 	ll->hdr.len = sizeof(*ll) / NDP_OPT_UNIT;
 	memcpy(ll->mac, m->cfg->router_mac, NDP_ETH_ALEN);
-	put_checksum(m->reply + NDP_ETH_HLEN, icmp_len);
+	ndp_put_icmp6_checksum(m->reply + NDP_ETH_HLEN, icmp_len);
 	*m->reply_len = len;
 	return NDP_REPLY;
 }
