@@ -35,9 +35,16 @@ static struct wg_tx tx;
 /* What a VM port's entry in the table looks like to the mesh. */
 static struct rt_hop port_hop = { .kind = RT_HOP_PORT };
 
+/* The peers, looked up once: none goes away during the test. */
+static struct wg_peer *peers[N_PEERS];
+
 static void setup(void)
 {
 	dev = mesh_test_device("weftmove0", N_PEERS, peer_pub, &tx);
+	wg_rwlock_rdlock(&dev->lock);
+	for (int i = 0; i < N_PEERS; i++)
+		CHECK((peers[i] = wg_device_lookup_peer(dev, peer_pub[i])));
+	wg_rwlock_unlock(&dev->lock);
 }
 
 static struct mesh_stats stats(void)
@@ -47,10 +54,7 @@ static struct mesh_stats stats(void)
 
 static struct wg_peer *peer(int i)
 {
-	struct wg_peer *p = wg_device_lookup_peer(dev, peer_pub[i]);
-
-	CHECK(p);
-	return p;
+	return peers[i];
 }
 
 static struct ip_prefix vm_addr(uint8_t last)
