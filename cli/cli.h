@@ -1,7 +1,7 @@
 /* What the parts of the weft CLI share: reporting, the request/reply
  * exchange with weftd (weft.c), subcommand tables, and the helpers more
  * than one command group uses. One file per command group: port_cmd.c,
- * vm_cmd.c, mesh_cmd.c. */
+ * vm_cmd.c, mesh_cmd.c, lease_cmd.c. */
 #ifndef WEFT_CLI_CLI_H
 #define WEFT_CLI_CLI_H
 
@@ -53,6 +53,10 @@ bool cli_is_help(const char *arg);
  * the error for an unknown one. */
 int cli_dispatch(const struct cli_command *table, size_t n, int argc, char **argv,
 		 const char *what);
+/* weft GROUP ARGS...: the group's usage for help (or "help"), a usage
+ * error naming its commands for none, else cli_dispatch. */
+int cli_dispatch_group(const char *group, const struct cli_command *table, size_t n,
+		       const char *usage, int argc, char **argv);
 
 /* Reads a file ("-": stdin) whole, up to max + 1 bytes (a parser refuses
  * what is over max). *text is malloc'd. 0 or -errno. */
@@ -73,10 +77,11 @@ int cli_fetch_ports(struct port_info **ports, size_t *n, const char *what);
 /* The mesh-show reply, parsed (mesh_cmd.c). 0 or the exit code, reported. */
 int cli_fetch_mesh(struct mesh_text_show *show, const char *what);
 
-/* The command groups: weft port|vm|mesh ARGS... */
+/* The command groups: weft port|vm|mesh|lease ARGS... */
 int cli_port(int argc, char **argv);
 int cli_vm(int argc, char **argv);
 int cli_mesh(int argc, char **argv);
+int cli_lease(int argc, char **argv);
 
 /* The UAPI socket of this run, once a command that needs it started. */
 const char *cli_socket_path(void);

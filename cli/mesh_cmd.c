@@ -176,12 +176,6 @@ static const struct cli_command mesh_commands[] = {
 
 int cli_mesh(int argc, char **argv)
 {
-	if (!argc)
-		return cli_usage_error("mesh needs set or show");
-	if (cli_is_help(argv[0]) || !strcmp(argv[0], "help")) {
-		fputs(mesh_usage_text, stdout);
-		return EXIT_OK;
-	}
-	return cli_dispatch(mesh_commands, sizeof(mesh_commands) / sizeof(mesh_commands[0]), argc,
-			    argv, "mesh command");
+	return cli_dispatch_group("mesh", mesh_commands, sizeof(mesh_commands) / sizeof(mesh_commands[0]),
+				  mesh_usage_text, argc, argv);
 }

@@ -377,12 +377,6 @@ static const struct cli_command port_commands[] = {
 
 int cli_port(int argc, char **argv)
 {
-	if (!argc)
-		return cli_usage_error("port needs add, del, list or load");
-	if (cli_is_help(argv[0]) || !strcmp(argv[0], "help")) {
-		fputs(port_usage_text, stdout);
-		return EXIT_OK;
-	}
-	return cli_dispatch(port_commands, sizeof(port_commands) / sizeof(port_commands[0]), argc,
-			    argv, "port command");
+	return cli_dispatch_group("port", port_commands, sizeof(port_commands) / sizeof(port_commands[0]),
+				  port_usage_text, argc, argv);
 }

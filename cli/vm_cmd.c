@@ -316,12 +316,6 @@ static const struct cli_command vm_commands[] = {
 
 int cli_vm(int argc, char **argv)
 {
-	if (!argc)
-		return cli_usage_error("vm needs add, del, list or sync");
-	if (cli_is_help(argv[0]) || !strcmp(argv[0], "help")) {
-		fputs(vm_usage_text, stdout);
-		return EXIT_OK;
-	}
-	return cli_dispatch(vm_commands, sizeof(vm_commands) / sizeof(vm_commands[0]), argc, argv,
-			    "vm command");
+	return cli_dispatch_group("vm", vm_commands, sizeof(vm_commands) / sizeof(vm_commands[0]),
+				  vm_usage_text, argc, argv);
 }

@@ -2,8 +2,8 @@
  * addresses and the host mesh. It speaks weft's own requests (weft=VERB,
  * docs/cli.md) on the same UAPI socket as wg, /var/run/wireguard/IFNAME.sock.
  * This file holds main, the options, finding the socket, the request/reply
- * exchange and the dispatch; the command groups are port_cmd.c, vm_cmd.c
- * and mesh_cmd.c.
+ * exchange and the dispatch; the command groups are port_cmd.c, vm_cmd.c,
+ * mesh_cmd.c and lease_cmd.c (which needs no weftd).
  *
  * Exit codes: 0 done, 1 failed (one line on stderr with the errno text),
  * 2 the command line was wrong. */
@@ -58,6 +58,12 @@ static const char usage_text[] =
 	"  mesh set [mode off|unicast|multicast] [prefix CIDR]...\n"
 	"                                  change the mesh's mode or prefixes\n"
 	"  mesh show [--json]              show the mesh: mode, prefixes, counters, routes\n"
+	"  lease genkey                    print a new lease key (private)\n"
+	"  lease pubkey                    print the public key of the key on stdin\n"
+	"  lease sign ADDRESS HOLDER [valid DURATION] [from SECONDS]\n"
+	"                                  sign a registration lease (key on stdin)\n"
+	"  lease show LEASE [key PUBLIC-KEY]\n"
+	"                                  show a lease, check its signature\n"
 	"  stats                           print weftd's counters\n"
 	"  show [--json]                   interface, peers, ports and mesh at a glance\n"
 	"  metrics                         weftd's counters as Prometheus text\n"
@@ -66,8 +72,9 @@ static const char usage_text[] =
 	"  -i, --interface IFNAME  the weftd interface (default: $WEFT_INTERFACE, else\n"
 	"                          the only socket in " WG_UAPI_DEFAULT_DIR ")\n"
 	"      --socket PATH       talk to this UAPI socket instead\n"
-	"  -h, --help              show this help ('weft port --help', 'weft vm --help'\n"
-	"                          and 'weft mesh --help' for each group)\n"
+	"  -h, --help              show this help ('weft port --help', 'weft vm --help',\n"
+	"                          'weft mesh --help' and 'weft lease --help' for each\n"
+	"                          group)\n"
 	"  -v, -V, --version       show the version\n"
 	"\n"
 	"Exit status: 0 done, 1 failed, 2 wrong command line. See docs/cli.md.\n";
@@ -402,6 +409,7 @@ static const struct cli_command commands[] = {
 	{ "port", cli_port, NULL, false },
 	{ "vm", cli_vm, NULL, false },
 	{ "mesh", cli_mesh, NULL, false },
+	{ "lease", cli_lease, NULL, false },
 	{ "stats", stats, usage_text, true },
 	{ "show", cmd_show, cmd_show_usage, true },
 	{ "metrics", cmd_metrics, cmd_metrics_usage, true },
@@ -431,6 +439,28 @@ int cli_dispatch(const struct cli_command *table, size_t n, int argc, char **arg
 		return table[i].run(argc - 1, argv + 1);
 	}
 	return cli_usage_error("unknown %s '%s'", what, argv[0]);
+}
+
+int cli_dispatch_group(const char *group, const struct cli_command *table, size_t n,
+		       const char *usage, int argc, char **argv)
+{
+	char what[64];
+
+	if (!argc) {
+		char names[256] = "";
+		size_t used = 0;
+
+		for (size_t i = 0; i < n && used < sizeof(names); i++)
+			used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s",
+						 !i ? "" : i + 1 < n ? ", " : " or ", table[i].name);
+		return cli_usage_error("%s needs %s", group, names);
+	}
+	if (cli_is_help(argv[0]) || !strcmp(argv[0], "help")) {
+		fputs(usage, stdout);
+		return EXIT_OK;
+	}
+	snprintf(what, sizeof(what), "%s command", group);
+	return cli_dispatch(table, n, argc, argv, what);
 }
 
 int main(int argc, char **argv)
@@ -466,7 +496,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind >= argc)
-		return cli_usage_error("a COMMAND is needed: port, vm, mesh, show, stats or metrics");
+		return cli_usage_error("a COMMAND is needed: port, vm, mesh, lease, show, stats or metrics");
 	ret = cli_dispatch(commands, sizeof(commands) / sizeof(commands[0]), argc - optind,
 			   argv + optind, "command");
 	if (fflush(stdout) && !ret)

@@ -2,28 +2,11 @@
  * all-zero shared secret (a low-order peer point) is an error. */
 #include "crypto/x25519.h"
 
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <sodium.h>
 
-/* sodium_init() selects libsodium's fastest curve25519 code and seeds its
- * RNG; once per process is enough and cheaper than its lock per call. */
-static pthread_once_t sodium_once = PTHREAD_ONCE_INIT;
-
-static void sodium_setup(void)
-{
-	/* Fails only when libsodium cannot set up its own locks; key generation
-	 * must not go ahead on a library in an unknown state. */
-	if (sodium_init() < 0)
-		abort();
-}
-
-static void sodium_ready(void)
-{
-	pthread_once(&sodium_once, sodium_setup);
-}
+#include "crypto/sodium.h"
 
 bool x25519(uint8_t out[X25519_KEY_SIZE], const uint8_t scalar[X25519_KEY_SIZE],
 	    const uint8_t point[X25519_KEY_SIZE])
@@ -33,7 +16,7 @@ bool x25519(uint8_t out[X25519_KEY_SIZE], const uint8_t scalar[X25519_KEY_SIZE],
 	uint8_t shared[X25519_KEY_SIZE];
 	bool ok;
 
-	sodium_ready();
+	crypto_sodium_ready();
 	/* libsodium already fails on an all-zero result; the explicit check
 	 * keeps the rule independent of the library version. */
 	ok = crypto_scalarmult(shared, scalar, point) == 0 && !sodium_is_zero(shared, sizeof(shared));
@@ -50,7 +33,7 @@ bool x25519_public(uint8_t pub[X25519_KEY_SIZE], const uint8_t priv[X25519_KEY_S
 	uint8_t tmp[X25519_KEY_SIZE];
 	bool ok;
 
-	sodium_ready();
+	crypto_sodium_ready();
 	/* An all-zero private key is how configuration says "no key". */
 	ok = !sodium_is_zero(priv, X25519_KEY_SIZE) && crypto_scalarmult_base(tmp, priv) == 0;
 	if (ok)
@@ -70,7 +53,7 @@ void x25519_clamp(uint8_t key[X25519_KEY_SIZE])
 
 void x25519_generate(uint8_t priv[X25519_KEY_SIZE])
 {
-	sodium_ready();
+	crypto_sodium_ready();
 	randombytes_buf(priv, X25519_KEY_SIZE);
 	x25519_clamp(priv);
 }

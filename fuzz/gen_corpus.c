@@ -1,22 +1,25 @@
 /* Writes the seed corpora of the fuzz targets: real messages made by the
  * production functions (handshake messages from the remote of hs_fixture,
- * data-message plaintexts, UAPI set requests), and TUN reads and received
- * packets as Linux makes them (built here field by field, checksums by a
- * naive sum, not by the offload code under test), each behind the target's
- * mode byte. Usage: gen_corpus DIR (normally fuzz/corpus); it writes
- * DIR/<target>/<name>, overwriting files of the same name. */
+ * data-message plaintexts, UAPI set requests, signed leases), and TUN reads
+ * and received packets as Linux makes them (built here field by field,
+ * checksums by a naive sum, not by the offload code under test), each
+ * behind the target's mode byte. Usage: gen_corpus DIR (normally
+ * fuzz/corpus); it writes DIR/<target>/<name>, overwriting files of the
+ * same name. */
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <sodium.h>
 
 #include "crypto/tai64n.h"
 #include "fuzz/hs_fixture.h"
+#include "mesh/lease.h"
 #include "tun/offload.h"
 #include "wg/clock.h"
 
@@ -758,6 +761,52 @@ static void uapi_seeds(void)
 	uapi_seed("empty", "");
 }
 
+/* ---- fuzz_mesh_lease -------------------------------------------------- */
+
+/* Leases signed with the target's fixture key (a seed of 32 bytes of 0x5a):
+ * a valid one of each family in each form, keys, and broken ones. */
+static void lease_seeds(void)
+{
+	enum { WIRE = 0, TEXT = 1, KEY = 2 };
+	uint8_t seed_key[ED25519_SEED_SIZE], pub[ED25519_PUBLIC_SIZE], w[MESH_LEASE_SIZE];
+	char text[MESH_LEASE_TEXT_LEN + 4], key[64];
+	struct mesh_lease l = {
+		.family = AF_INET6,
+		.addr = { 0x20, 0x01, 0x0d, 0xb8, [15] = 7 },
+		.issued = 1796000000ull * 1000000000ull,
+		.expires = 1796003600ull * 1000000000ull,
+	};
+
+	memset(seed_key, 0x5a, sizeof(seed_key));
+	memset(l.holder, 0x42, sizeof(l.holder));
+	mesh_lease_sign(&l, seed_key);
+	mesh_lease_encode(&l, w);
+	seed("fuzz_mesh_lease", "wire_v6", WIRE, w, sizeof(w));
+	mesh_lease_format(&l, text);
+	seed("fuzz_mesh_lease", "text_v6", TEXT, text, strlen(text));
+	strcat(text, "\n");
+	seed("fuzz_mesh_lease", "text_v6_newline", TEXT, text, strlen(text));
+
+	l.family = AF_INET;
+	memset(l.addr, 0, sizeof(l.addr));
+	memcpy(l.addr, (uint8_t[]){ 10, 9, 8, 7 }, 4);
+	mesh_lease_sign(&l, seed_key);
+	mesh_lease_encode(&l, w);
+	seed("fuzz_mesh_lease", "wire_v4", WIRE, w, sizeof(w));
+	mesh_lease_format(&l, text);
+	seed("fuzz_mesh_lease", "text_v4", TEXT, text, strlen(text));
+	w[80] ^= 1;
+	seed("fuzz_mesh_lease", "wire_v4_forged", WIRE, w, sizeof(w));
+	w[80] ^= 1;
+	w[28] = 1;
+	seed("fuzz_mesh_lease", "bad_v4_tail", WIRE, w, sizeof(w));
+
+	ed25519_public(pub, seed_key);
+	sodium_bin2base64(key, sizeof(key), pub, sizeof(pub), sodium_base64_VARIANT_ORIGINAL);
+	seed("fuzz_mesh_lease", "key", KEY, key, strlen(key));
+	seed("fuzz_mesh_lease", "bad_key_short", KEY, key, 43);
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t now;
@@ -775,5 +824,6 @@ int main(int argc, char **argv)
 	receive_seeds(now);
 	uapi_seeds();
 	offload_seeds();
+	lease_seeds();
 	return 0;
 }
