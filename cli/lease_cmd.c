@@ -18,10 +18,10 @@
 
 #include "cli/cli.h"
 #include "mesh/lease.h"
+#include "mesh/text.h"
 #include "pkt/prefix.h"
 
 enum {
-	KEY_TEXT_LEN = 45,                /* 32 bytes in base64, with the NUL */
 	KEY_INPUT_MAX = 256,              /* a key with any line breaks around it */
 	DEFAULT_VALID_SEC = 24 * 3600,
 	MAX_VALID_SEC = 10 * 366 * 86400, /* ten years */
@@ -45,12 +45,14 @@ static const char lease_usage_text[] =
 	"\n"
 	"The mesh does not check leases yet (docs/mesh.md, \"Leases\").\n";
 
+/* A key as wg prints keys; the text of a private one is wiped. */
 static void print_key(const uint8_t key[32])
 {
-	char text[KEY_TEXT_LEN];
+	char text[MESH_TEXT_KEY_LEN];
 
-	sodium_bin2base64(text, sizeof(text), key, 32, sodium_base64_VARIANT_ORIGINAL);
+	mesh_text_key_base64(key, text);
 	puts(text);
+	sodium_memzero(text, sizeof(text));
 }
 
 /* The private key (seed) on stdin. 0 or the exit code, reported. */
@@ -187,7 +189,7 @@ static int cmd_lease_show(int argc, char **argv)
 {
 	struct mesh_lease l;
 	uint8_t key[MESH_LEASE_KEY_SIZE];
-	char addr[IP_PREFIX_ADDR_STRLEN], holder[KEY_TEXT_LEN];
+	char addr[IP_PREFIX_ADDR_STRLEN], holder[MESH_TEXT_KEY_LEN];
 	const char *why = NULL;
 	enum mesh_lease_verdict v;
 	struct timespec now;
@@ -199,8 +201,7 @@ static int cmd_lease_show(int argc, char **argv)
 	if (mesh_lease_parse(argv[0], strlen(argv[0]), &l, &why))
 		return cli_fail("lease show: %s", why);
 	ip_prefix_format_addr(l.family, l.addr, addr);
-	sodium_bin2base64(holder, sizeof(holder), l.holder, sizeof(l.holder),
-			  sodium_base64_VARIANT_ORIGINAL);
+	mesh_text_key_base64(l.holder, holder);
 	printf("lease for %s\n  holder: %s\n", addr, holder);
 	print_time("issued", l.issued);
 	print_time("expires", l.expires);
