@@ -3,7 +3,7 @@
  * out-of-bounds read" (the input is an exact-size heap copy):
  *   - the verdict, refusal reason included, is the one of a naive model
  *     written here from docs/mesh.md (offsets as numbers, the checks in the
- *     documented order);
+ *     documented order), leases after the entries included;
  *   - mesh_msg_is_mesh agrees with it;
  *   - an accepted message builds again with mesh_msg_build into an
  *     exact-size buffer (one byte less is refused), to the input's own
@@ -34,6 +34,15 @@ static unsigned int get16(const uint8_t *p)
 	return (unsigned int)p[0] << 8 | p[1];
 }
 
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
 static bool zero(const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -46,15 +55,17 @@ static bool zero(const uint8_t *p, size_t n)
 static bool model_entry(unsigned int t, const uint8_t *e)
 {
 	unsigned int alen = e[0] == 4 ? 4 : 16, bits = alen * 8;
-	bool holder = e[2] & 1;
+	bool holder = e[2] & 1, lease = e[2] & 2;
 	bool seq0 = zero(e + 8, 8);
 
-	if ((e[0] != 4 && e[0] != 6) || e[1] > bits || (e[2] & ~1) || !zero(e + 3, 5))
+	if ((e[0] != 4 && e[0] != 6) || e[1] > bits || (e[2] & ~3) || !zero(e + 3, 5))
 		return false;
 	for (unsigned int b = e[1]; b < 128; b++) /* host bits and the IPv4 tail */
 		if (e[16 + b / 8] & (0x80 >> (b % 8)))
 			return false;
 	if (holder ? zero(e + 32, 32) : !zero(e + 32, 32))
+		return false;
+	if (lease && t != 3 && !holder) /* only on a claim of a holder */
 		return false;
 	switch (t) {
 	case 1: return seq0 && !holder;
@@ -64,9 +75,22 @@ static bool model_entry(unsigned int t, const uint8_t *e)
 	}
 }
 
+/* One 136-byte lease (docs/mesh.md, "Leases"): magic, version, family,
+ * reserved, the times, the IPv4 tail, the holder. */
+static bool model_lease(const uint8_t *l)
+{
+	if (l[0] != 'w' || l[1] != 'l' || l[2] != 1 || (l[3] != 4 && l[3] != 6) || !zero(l + 4, 4))
+		return false;
+	if (get64(l + 16) <= get64(l + 8))
+		return false;
+	if (l[3] == 4 && !zero(l + 28, 12))
+		return false;
+	return !zero(l + 40, 32);
+}
+
 static int model(const uint8_t *p, size_t len)
 {
-	size_t payload, count;
+	size_t payload, count, leases = 0, need;
 
 	if (len < 40)
 		return MESH_ERR_SHORT;
@@ -85,11 +109,19 @@ static int model(const uint8_t *p, size_t len)
 		return MESH_ERR_COUNT;
 	if (payload < 8 + 64 * count)
 		return MESH_ERR_SHORT;
-	if (payload > 8 + 64 * count)
-		return MESH_ERR_COUNT;
-	for (size_t i = 0; i < count; i++)
+	for (size_t i = 0; i < count; i++) {
 		if (!model_entry(p[43], p + 48 + 64 * i))
 			return MESH_ERR_ENTRY;
+		leases += (p[48 + 64 * i + 2] & 2) != 0;
+	}
+	need = 8 + 64 * count + 136 * leases;
+	if (payload < need)
+		return MESH_ERR_SHORT;
+	if (payload > need || 40 + need > 1280)
+		return MESH_ERR_COUNT;
+	for (size_t i = 0; i < leases; i++)
+		if (!model_lease(p + 48 + 64 * count + 136 * i))
+			return MESH_ERR_LEASE;
 	return MESH_OK;
 }
 
@@ -102,6 +134,14 @@ static void same_msg(const struct mesh_msg *a, const struct mesh_msg *b)
 		CHECK(x->family == y->family && x->cidr == y->cidr);
 		CHECK(x->has_holder == y->has_holder && x->seq == y->seq);
 		CHECK(!memcmp(x->addr, y->addr, 16) && !memcmp(x->holder, y->holder, 32));
+		CHECK(x->has_lease == y->has_lease);
+		if (x->has_lease) { /* by the bytes: the struct has padding */
+			uint8_t lx[MESH_LEASE_SIZE], ly[MESH_LEASE_SIZE];
+
+			mesh_lease_encode(&x->lease, lx);
+			mesh_lease_encode(&y->lease, ly);
+			CHECK(!memcmp(lx, ly, sizeof(lx)));
+		}
 	}
 }
 
@@ -132,7 +172,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct mesh_msg m, m2;
 	uint8_t *in, *out;
-	size_t need, len;
+	size_t need, len, leases = 0;
 	int err, want;
 
 	in = malloc(size ? size : 1);
@@ -151,7 +191,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 
 	CHECK(m.count >= 1 && m.count <= MESH_MAX_ENTRIES);
-	need = mesh_msg_size(m.count);
+	for (size_t i = 0; i < m.count; i++)
+		leases += m.items[i].has_lease;
+	need = mesh_msg_size(m.count, leases);
 	CHECK(need <= size && need == 40 + get16(in + 4));
 	out = malloc(need);
 	CHECK(out);

@@ -11,10 +11,7 @@
 
 #include <sodium.h>
 
-static size_t addr_len(int family)
-{
-	return family == AF_INET ? 4 : 16;
-}
+#include "mesh/bytes.h"
 
 static void put_be64(uint8_t *p, uint64_t v)
 {
@@ -39,18 +36,9 @@ void mesh_lease_encode(const struct mesh_lease *l, uint8_t out[MESH_LEASE_SIZE])
 	out[3] = l->family == AF_INET ? 4 : 6;
 	put_be64(out + 8, l->issued);
 	put_be64(out + 16, l->expires);
-	memcpy(out + 24, l->addr, addr_len(l->family));
+	memcpy(out + 24, l->addr, mesh_family_len(l->family));
 	memcpy(out + 40, l->holder, sizeof(l->holder));
 	memcpy(out + MESH_LEASE_SIGNED, l->sig, sizeof(l->sig));
-}
-
-static bool all_zero(const uint8_t *p, size_t n)
-{
-	uint8_t acc = 0;
-
-	for (size_t i = 0; i < n; i++)
-		acc |= p[i];
-	return acc == 0;
 }
 
 int mesh_lease_decode(const uint8_t in[MESH_LEASE_SIZE], struct mesh_lease *l, const char **why)
@@ -69,7 +57,7 @@ int mesh_lease_decode(const uint8_t in[MESH_LEASE_SIZE], struct mesh_lease *l, c
 		return -EINVAL;
 	}
 	l->family = in[3] == 4 ? AF_INET : AF_INET6;
-	if (!all_zero(in + 4, 4)) {
+	if (!mesh_all_zero(in + 4, 4)) {
 		*why = "reserved bytes not zero";
 		return -EINVAL;
 	}
@@ -79,12 +67,12 @@ int mesh_lease_decode(const uint8_t in[MESH_LEASE_SIZE], struct mesh_lease *l, c
 		*why = "expires before it is issued";
 		return -EINVAL;
 	}
-	if (!all_zero(in + 24 + addr_len(l->family), 16 - addr_len(l->family))) {
+	if (!mesh_all_zero(in + 24 + mesh_family_len(l->family), 16 - mesh_family_len(l->family))) {
 		*why = "IPv4 address with bytes after it";
 		return -EINVAL;
 	}
 	memcpy(l->addr, in + 24, 16);
-	if (all_zero(in + 40, 32)) {
+	if (mesh_all_zero(in + 40, 32)) {
 		*why = "no holder";
 		return -EINVAL;
 	}
@@ -134,7 +122,7 @@ const char *mesh_lease_verdict_name(enum mesh_lease_verdict v)
 
 bool mesh_lease_covers(const struct mesh_lease *l, const struct ip_prefix *a)
 {
-	size_t n = addr_len(l->family);
+	size_t n = mesh_family_len(l->family);
 
 	return a->family == l->family && a->cidr == n * 8 && !memcmp(a->addr, l->addr, n);
 }

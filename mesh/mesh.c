@@ -599,7 +599,7 @@ void mesh_send_notes(struct mesh *m, struct mesh_note *notes, size_t n)
 
 		msg.items[0] = notes[i].item;
 		for (; to; to = notes[i].all ? to->list_next : NULL) {
-			size_t len = mesh_msg_size(1);
+			size_t len = mesh_msg_size(1, msg.items[0].has_lease);
 			struct wg_pkt *p = wg_pkt_alloc(len);
 
 			if (!p)

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "mesh/bytes.h"
 #include "ndp/wire.h"
 
 /* Security model: the packet comes out of a WireGuard session, so its
@@ -20,15 +21,24 @@
  * to hold one of the values the builder writes (reserved bytes 0, host bits
  * 0, a holder only with its flag, the per-type rules), so a message has one
  * encoding and the mesh thread never sees a value it must second-guess.
- * Whether the claims are true (is the sender allowed to say it holds addr?)
- * is the mesh thread's business, not the parser's. */
+ * The leases after the entries are read only after their number (the
+ * flagged entries) times their size is checked against the payload, and
+ * the whole packet against MESH_MAX_PACKET, so no message is larger than
+ * what the builder can write; each is decoded by mesh_lease_decode, which
+ * reads exactly its MESH_LEASE_SIZE bytes. The parser checks no signature
+ * (a worker holds the device lock here). Whether the claims are true (is
+ * the sender allowed to say it holds addr, does its lease say so?) is the
+ * mesh thread's business, not the parser's. */
 
 static const uint8_t mesh_ll[NDP_IP6_ADDR_LEN] = MESH_LL_ADDR;
 
 _Static_assert(MESH_IP6_HLEN == sizeof(struct ndp_ip6_hdr), "the IPv6 fixed header");
 _Static_assert(MESH_KEY_LEN == sizeof(((struct mesh_entry *)0)->holder), "holder size");
-_Static_assert(sizeof(struct mesh_hdr) + MESH_MAX_ENTRIES * sizeof(struct mesh_entry) <= 0xffff,
-	       "a full message fits the IPv6 payload length");
+_Static_assert(MESH_MAX_PACKET - MESH_IP6_HLEN <= 0xffff,
+	       "the largest message fits the IPv6 payload length");
+_Static_assert(sizeof(struct mesh_hdr) + MESH_MAX_ENTRIES * sizeof(struct mesh_entry) <=
+		       MESH_MAX_PACKET - MESH_IP6_HLEN,
+	       "a full message without leases fits MESH_MAX_PACKET");
 
 static const char *const type_names[] = {
 	[MESH_SOLICIT] = "solicit",
@@ -52,29 +62,15 @@ static bool type_known(unsigned int type)
 	return type >= MESH_SOLICIT && type <= MESH_MOVED;
 }
 
-static bool all_zero(const uint8_t *p, size_t n)
-{
-	uint8_t acc = 0;
-
-	for (size_t i = 0; i < n; i++)
-		acc |= p[i];
-	return acc == 0;
-}
-
-static unsigned int addr_len(int family)
-{
-	return family == AF_INET ? 4 : 16;
-}
-
 /* Whether the bits of addr[0, len) past the first cidr are all zero. */
-static bool host_bits_zero(const uint8_t *addr, unsigned int len, uint8_t cidr)
+static bool host_bits_zero(const uint8_t *addr, size_t len, uint8_t cidr)
 {
 	unsigned int full = cidr / 8, rem = cidr % 8;
 
 	if (rem && (addr[full] & (0xff >> rem)))
 		return false;
 	full += rem ? 1 : 0;
-	return full >= len || all_zero(addr + full, len - full);
+	return full >= len || mesh_all_zero(addr + full, len - full);
 }
 
 /* The rules of one entry in host order, shared by parse and build: the
@@ -84,13 +80,16 @@ static bool item_valid(enum mesh_type type, const struct mesh_item *it)
 {
 	if (it->family != AF_INET && it->family != AF_INET6)
 		return false;
-	if (it->cidr > addr_len(it->family) * 8)
+	if (it->cidr > mesh_family_len(it->family) * 8)
 		return false;
-	if (!host_bits_zero(it->addr, addr_len(it->family), it->cidr))
+	if (!host_bits_zero(it->addr, mesh_family_len(it->family), it->cidr))
 		return false;
 	/* X25519 never yields the all-zero public key, so a flagged zero
 	 * holder is a sender's bug, not a host. */
-	if (it->has_holder && all_zero(it->holder, MESH_KEY_LEN))
+	if (it->has_holder && mesh_all_zero(it->holder, MESH_KEY_LEN))
+		return false;
+	/* A lease backs a claim that a host holds the address. */
+	if (it->has_lease && type != MESH_ANNOUNCE && !it->has_holder)
 		return false;
 	switch (type) {
 	case MESH_SOLICIT:
@@ -129,12 +128,13 @@ static bool entry_decode(const uint8_t *p, struct mesh_item *it)
 		return false;
 	if (e.flags & ~MESH_F_ALL)
 		return false;
-	if (!all_zero(e.reserved, sizeof(e.reserved)))
+	if (!mesh_all_zero(e.reserved, sizeof(e.reserved)))
 		return false;
-	if (it->family == AF_INET && !all_zero(e.addr + 4, sizeof(e.addr) - 4))
+	if (it->family == AF_INET && !mesh_all_zero(e.addr + 4, sizeof(e.addr) - 4))
 		return false;
 	it->has_holder = e.flags & MESH_F_HOLDER;
-	if (!it->has_holder && !all_zero(e.holder, sizeof(e.holder)))
+	it->has_lease = e.flags & MESH_F_LEASE;
+	if (!it->has_holder && !mesh_all_zero(e.holder, sizeof(e.holder)))
 		return false;
 	it->cidr = e.cidr;
 	it->seq = be64toh(e.seq);
@@ -148,7 +148,7 @@ int mesh_msg_parse(const uint8_t *ip, size_t len, struct mesh_msg *msg)
 {
 	struct ndp_ip6_hdr ip6;
 	struct mesh_hdr hdr;
-	size_t payload, need;
+	size_t payload, need, leases = 0;
 	const uint8_t *p;
 
 	if (len < MESH_IP6_HLEN)
@@ -170,17 +170,32 @@ int mesh_msg_parse(const uint8_t *ip, size_t len, struct mesh_msg *msg)
 	msg->count = be16toh(hdr.count);
 	if (msg->count == 0 || msg->count > MESH_MAX_ENTRIES || hdr.reserved != 0)
 		return MESH_ERR_COUNT;
-	need = mesh_msg_size(msg->count) - MESH_IP6_HLEN;
+	need = mesh_msg_size(msg->count, 0) - MESH_IP6_HLEN;
 	if (payload < need)
 		return MESH_ERR_SHORT;
-	/* Bytes inside the payload that no entry claims would be a second
-	 * encoding of the same message (or a smuggled one): refused. */
-	if (payload > need)
-		return MESH_ERR_COUNT;
 	p += sizeof(hdr);
-	for (size_t i = 0; i < msg->count; i++, p += sizeof(struct mesh_entry))
+	for (size_t i = 0; i < msg->count; i++, p += sizeof(struct mesh_entry)) {
 		if (!entry_decode(p, &msg->items[i]) || !item_valid(msg->type, &msg->items[i]))
 			return MESH_ERR_ENTRY;
+		leases += msg->items[i].has_lease;
+	}
+	need = mesh_msg_size(msg->count, leases) - MESH_IP6_HLEN;
+	if (payload < need)
+		return MESH_ERR_SHORT;
+	/* Bytes inside the payload that no entry or lease claims would be a
+	 * second encoding of the same message (or a smuggled one): refused;
+	 * so is a packet the builder would not write. */
+	if (payload > need || MESH_IP6_HLEN + need > MESH_MAX_PACKET)
+		return MESH_ERR_COUNT;
+	for (size_t i = 0; i < msg->count; i++) {
+		const char *why;
+
+		if (!msg->items[i].has_lease)
+			continue;
+		if (mesh_lease_decode(p, &msg->items[i].lease, &why))
+			return MESH_ERR_LEASE;
+		p += MESH_LEASE_SIZE;
+	}
 	return MESH_OK;
 }
 
@@ -191,9 +206,9 @@ static void entry_encode(const struct mesh_item *it, uint8_t *p)
 	memset(&e, 0, sizeof(e));
 	e.family = it->family == AF_INET ? FAMILY_WIRE_4 : FAMILY_WIRE_6;
 	e.cidr = it->cidr;
-	e.flags = it->has_holder ? MESH_F_HOLDER : 0;
+	e.flags = (it->has_holder ? MESH_F_HOLDER : 0) | (it->has_lease ? MESH_F_LEASE : 0);
 	e.seq = htobe64(it->seq);
-	memcpy(e.addr, it->addr, addr_len(it->family));
+	memcpy(e.addr, it->addr, mesh_family_len(it->family));
 	if (it->has_holder)
 		memcpy(e.holder, it->holder, sizeof(e.holder));
 	memcpy(p, &e, sizeof(e));
@@ -203,16 +218,18 @@ size_t mesh_msg_build(const struct mesh_msg *msg, uint8_t *out, size_t cap)
 {
 	struct ndp_ip6_hdr ip6;
 	struct mesh_hdr hdr;
-	size_t size;
+	size_t size, leases = 0;
 	uint8_t *p;
 
 	if (!type_known(msg->type) || msg->count == 0 || msg->count > MESH_MAX_ENTRIES)
 		return 0;
-	for (size_t i = 0; i < msg->count; i++)
+	for (size_t i = 0; i < msg->count; i++) {
 		if (!item_valid(msg->type, &msg->items[i]))
 			return 0;
-	size = mesh_msg_size(msg->count);
-	if (size > cap)
+		leases += msg->items[i].has_lease;
+	}
+	size = mesh_msg_size(msg->count, leases);
+	if (size > cap || size > MESH_MAX_PACKET)
 		return 0;
 
 	memset(&ip6, 0, sizeof(ip6));
@@ -235,6 +252,18 @@ size_t mesh_msg_build(const struct mesh_msg *msg, uint8_t *out, size_t cap)
 	p += sizeof(hdr);
 	for (size_t i = 0; i < msg->count; i++, p += sizeof(struct mesh_entry))
 		entry_encode(&msg->items[i], p);
+	for (size_t i = 0; i < msg->count; i++) {
+		struct mesh_lease check;
+		const char *why;
+
+		if (!msg->items[i].has_lease)
+			continue;
+		/* What the parser would refuse is not written. */
+		mesh_lease_encode(&msg->items[i].lease, p);
+		if (mesh_lease_decode(p, &check, &why))
+			return 0;
+		p += MESH_LEASE_SIZE;
+	}
 	return size;
 }
 

@@ -7,14 +7,19 @@
  *   experimentation), hop limit 255, source and destination MESH_LL_ADDR
  *   (link-local: never routed), no extension headers; its payload is
  *
- *   struct mesh_hdr, then count struct mesh_entry, and nothing else
- *   (the payload length is exactly that; bytes past it are ignored).
+ *   struct mesh_hdr, then count struct mesh_entry, then one lease
+ *   (MESH_LEASE_SIZE bytes, mesh/lease.h) per entry flagged MESH_F_LEASE,
+ *   in the entries' order, and nothing else (the payload length is exactly
+ *   that; bytes past it are ignored); the whole packet at most
+ *   MESH_MAX_PACKET bytes.
  *
  * Traffic class and flow label are ignored (written 0). Every entry field
  * holds the one value the builder would write: reserved bytes 0, host bits
  * past cidr 0, the 12 bytes after an IPv4 address 0, the holder 0 unless
- * MESH_F_HOLDER (and not 0 with it: no X25519 key is), plus the per-type
- * rules of enum mesh_type. So a message has exactly one encoding.
+ * MESH_F_HOLDER (and not 0 with it: no X25519 key is), a lease only on a
+ * claim that a host holds the address (enum mesh_flags) and well-formed
+ * (mesh_lease_decode), plus the per-type rules of enum mesh_type. So a
+ * message has exactly one encoding.
  *
  * Pure functions: no I/O, no allocation. mesh_msg_parse is the entry point
  * of fuzz/fuzz_mesh_msg.c and of the data path (mesh/mesh.c). */
@@ -25,12 +30,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mesh/lease.h"
+
 enum {
 	MESH_IP_PROTO = 253,
 	MESH_VERSION = 1,
 	MESH_MAX_ENTRIES = 16,
 	MESH_IP6_HLEN = 40,
 	MESH_KEY_LEN = 32,
+	/* IPv6's minimum MTU: a message crosses any tunnel unfragmented. 16
+	 * entries fit without leases, 6 with a lease each. */
+	MESH_MAX_PACKET = 1280,
 };
 
 /* fe80::77:65ff:fe66:7401, the router's link-local address on VM ports. */
@@ -61,7 +71,12 @@ enum mesh_type {
 
 enum mesh_flags {
 	MESH_F_HOLDER = 1 << 0, /* holder is set */
-	MESH_F_ALL = MESH_F_HOLDER,
+	/* A lease follows the entries for this one: only on an entry that
+	 * says a host holds its address (an ANNOUNCE, a MOVED, an ADVERT or a
+	 * NOT_HERE with a holder). Whether the lease covers the claim is the
+	 * receiver's check (docs/mesh.md, "Leases"). */
+	MESH_F_LEASE = 1 << 1,
+	MESH_F_ALL = MESH_F_HOLDER | MESH_F_LEASE,
 };
 
 /* 8 bytes, network byte order. */
@@ -94,6 +109,8 @@ struct mesh_item {
 	uint64_t seq;
 	uint8_t addr[16];
 	uint8_t holder[MESH_KEY_LEN];
+	bool has_lease;
+	struct mesh_lease lease; /* with has_lease */
 };
 
 struct mesh_msg {
@@ -105,17 +122,20 @@ struct mesh_msg {
 /* Why a message was refused. */
 enum mesh_error {
 	MESH_OK = 0,
-	MESH_ERR_SHORT = -1,      /* shorter than its headers or its count says */
+	MESH_ERR_SHORT = -1,      /* shorter than its headers, entries or leases */
 	MESH_ERR_IP = -2,         /* not IPv6 / next header 253 / link-local / hop limit 255 */
 	MESH_ERR_MAGIC = -3,      /* bad magic or version */
 	MESH_ERR_TYPE = -4,       /* unknown type */
 	MESH_ERR_COUNT = -5,      /* 0 or more than MESH_MAX_ENTRIES entries, header
-				   * reserved not 0, or a payload longer than count
-				   * entries */
+				   * reserved not 0, a payload longer than its
+				   * entries and leases, or a packet longer than
+				   * MESH_MAX_PACKET */
 	MESH_ERR_ENTRY = -6,      /* bad family, cidr, host bits, flags or reserved bytes,
 				   * a holder without its flag (or a zero one with it),
 				   * a SOLICIT with a seq or holder, an ANNOUNCE with a
-				   * holder, or an ANNOUNCE/MOVED without what it needs */
+				   * holder, an ANNOUNCE/MOVED without what it needs,
+				   * or a lease flag on an entry that claims no holder */
+	MESH_ERR_LEASE = -7,      /* a lease that mesh_lease_decode refuses */
 };
 
 /* Whether ip[0, len) is a mesh message at all (IPv6, next header 253):
@@ -123,19 +143,23 @@ enum mesh_error {
 bool mesh_msg_is_mesh(const uint8_t *ip, size_t len);
 
 /* Parses the IPv6 packet ip[0, len) (trailing bytes beyond its payload
- * length are ignored). MESH_OK and *msg filled, or a mesh_error. */
+ * length are ignored). MESH_OK and *msg filled, or a mesh_error: checked in
+ * the order SHORT (headers, entries), IP, MAGIC, TYPE, COUNT, ENTRY, SHORT
+ * (leases), COUNT (too long), LEASE. */
 int mesh_msg_parse(const uint8_t *ip, size_t len, struct mesh_msg *msg);
 
 /* Writes msg as a whole IPv6 packet to out[0, cap): its length, or 0 when
  * it does not fit or msg is invalid (what mesh_msg_parse would refuse).
  * Bytes of an item that have no place on the wire are not read: addr[4, 16)
- * of an IPv4 item, holder when !has_holder. */
+ * of an IPv4 item, holder when !has_holder, lease when !has_lease. */
 size_t mesh_msg_build(const struct mesh_msg *msg, uint8_t *out, size_t cap);
 
-/* The length of the packet of a message of count entries. */
-static inline size_t mesh_msg_size(size_t count)
+/* The length of the packet of a message of count entries, leases of them
+ * with a lease. */
+static inline size_t mesh_msg_size(size_t count, size_t leases)
 {
-	return MESH_IP6_HLEN + sizeof(struct mesh_hdr) + count * sizeof(struct mesh_entry);
+	return MESH_IP6_HLEN + sizeof(struct mesh_hdr) + count * sizeof(struct mesh_entry) +
+	       leases * MESH_LEASE_SIZE;
 }
 
 const char *mesh_type_name(enum mesh_type type);

@@ -2,7 +2,8 @@
  * byte by byte, offsets spelled out as numbers (docs/mesh.md, "Wire
  * format"): every type parses to what was written and builds back to the
  * same bytes; every refusal reason comes from its own hand-broken packet;
- * trailing bytes are ignored; every truncation is refused. */
+ * trailing bytes are ignored; every truncation is refused; leases after
+ * the entries, each refusal of theirs, and the size limit. */
 #include "mesh/msg.h"
 
 #include <arpa/inet.h>
@@ -25,7 +26,8 @@ enum {
 	P_MAGIC = 40, P_VER = 42, P_TYPE = 43, P_COUNT = 44, P_HRES = 46,
 	P_ENTRY = 48, ENTRY = 64,
 	E_FAM = 0, E_CIDR = 1, E_FLAGS = 2, E_RES = 3, E_SEQ = 8, E_ADDR = 16, E_HOLDER = 32,
-	PKT_MAX = 48 + 16 * 64 + 64,
+	PKT_MAX = 1280 + 256,
+	LEASE = 136,
 };
 
 /* fe80::77:65ff:fe66:7401 */
@@ -119,7 +121,7 @@ static void round_trip(unsigned int type, const struct want *w, size_t n)
 	CHECK(mesh_msg_is_mesh(p.b, p.len));
 	CHECK(mesh_msg_parse(p.b, p.len, &m) == MESH_OK);
 	check_items(&m, type, w, n);
-	CHECK(mesh_msg_size(n) == p.len);
+	CHECK(mesh_msg_size(n, 0) == p.len);
 	len = mesh_msg_build(&m, out, sizeof(out));
 	CHECK(len == p.len && !memcmp(out, p.b, len));
 	/* Exactly the room it needs is enough; a byte less is not, and then
@@ -235,7 +237,7 @@ static void test_refusals(void)
 	MUT(e0[E_ADDR + 4] = 1, MESH_ERR_ENTRY);                       /* past an IPv4 address */
 	MUT(e0[E_ADDR + 15] = 1, MESH_ERR_ENTRY);
 	/* flags, reserved bytes, holder */
-	MUT(e0[E_FLAGS] = 3, MESH_ERR_ENTRY);
+	MUT(e0[E_FLAGS] = 5, MESH_ERR_ENTRY);
 	MUT(e1[E_FLAGS] = 0x80, MESH_ERR_ENTRY);
 	for (int k = 0; k < 5; k++)
 		MUT(e0[E_RES + k] = 1, MESH_ERR_ENTRY);
@@ -341,7 +343,7 @@ static void test_build(void)
 	memset(good.items[0].holder, 0x5a, 32);
 	good.items[1] = (struct mesh_item){ .family = AF_INET6, .cidr = 8, .addr = { 0xfd } };
 	len = mesh_msg_build(&good, a, sizeof(a));
-	CHECK(len == mesh_msg_size(2));
+	CHECK(len == mesh_msg_size(2, 0));
 
 	m = good;
 	memset(m.items[0].addr + 4, 0xee, 12);
@@ -374,6 +376,144 @@ static void test_build(void)
 	CHECK(mesh_msg_build(&m, b, sizeof(b)) == len);
 	m.type = MESH_NOT_HERE;
 	CHECK(mesh_msg_build(&m, b, sizeof(b)) == len);
+}
+
+/* A lease written byte by byte (docs/mesh.md, "Leases"): for addr, held by
+ * 32 times holder_byte, issued at 1000 and expiring at 2000 (s), signature
+ * 64 times sig_byte (the parser checks none). */
+static void put_lease(uint8_t *l, int family, const char *addr, uint8_t holder_byte,
+		      uint8_t sig_byte)
+{
+	uint64_t issued = 1000000000000ull, expires = 2000000000000ull;
+
+	memset(l, 0, LEASE);
+	l[0] = 'w';
+	l[1] = 'l';
+	l[2] = 1;
+	l[3] = family == AF_INET ? 4 : 6;
+	for (int k = 0; k < 8; k++) {
+		l[8 + k] = (uint8_t)(issued >> (56 - 8 * k));
+		l[16 + k] = (uint8_t)(expires >> (56 - 8 * k));
+	}
+	CHECK(inet_pton(family, addr, l + 24) == 1);
+	memset(l + 40, holder_byte, 32);
+	memset(l + 72, sig_byte, 64);
+}
+
+/* w[i] flagged 2 gets a lease after the entries, in their order. */
+static struct pkt make_leased(unsigned int type, const struct want *w, size_t n)
+{
+	struct pkt p = make(type, w, n);
+
+	for (size_t i = 0; i < n; i++) {
+		if (!(w[i].flags & 2))
+			continue;
+		put_lease(p.b + p.len, w[i].family, w[i].addr,
+			  w[i].holder_byte ? w[i].holder_byte : 0x99, (uint8_t)(0x10 + i));
+		p.len += LEASE;
+	}
+	put16(p.b + P_PLEN, (unsigned int)(p.len - 40));
+	return p;
+}
+
+static void test_leases(void)
+{
+	struct want ann[] = { { AF_INET, 32, 2, 7, "10.0.0.1", 0 },
+			      { AF_INET6, 128, 0, 8, "fd00::1", 0 },
+			      { AF_INET6, 128, 2, 9, "fd00::2", 0 } };
+	struct want adv[] = { { AF_INET6, 128, 3, 5, "fd00::5", 0x21 } };
+	struct want many[7];
+	struct mesh_msg m, m2;
+	uint8_t out[PKT_MAX], l[LEASE];
+	struct pkt p;
+	size_t len;
+
+	p = make_leased(MESH_ANNOUNCE, ann, 3);
+	CHECK(p.len == 48 + 3 * 64 + 2 * LEASE);
+	CHECK(mesh_msg_parse(p.b, p.len, &m) == MESH_OK);
+	CHECK(m.items[0].has_lease && !m.items[1].has_lease && m.items[2].has_lease);
+	mesh_lease_encode(&m.items[0].lease, l);
+	CHECK(!memcmp(l, p.b + 48 + 3 * 64, LEASE));
+	mesh_lease_encode(&m.items[2].lease, l);
+	CHECK(!memcmp(l, p.b + 48 + 3 * 64 + LEASE, LEASE) && l[72] == 0x12);
+	CHECK(mesh_msg_size(3, 2) == p.len);
+	len = mesh_msg_build(&m, out, sizeof(out));
+	CHECK(len == p.len && !memcmp(out, p.b, len));
+	CHECK(mesh_msg_build(&m, out, len - 1) == 0);
+	for (unsigned int t = MESH_ADVERT; t <= MESH_MOVED; t++) {
+		if (t == MESH_ANNOUNCE)
+			continue;
+		p = make_leased(t, adv, 1);
+		CHECK(mesh_msg_parse(p.b, p.len, &m) == MESH_OK && m.items[0].has_lease);
+		CHECK(mesh_msg_build(&m, out, sizeof(out)) == p.len && !memcmp(out, p.b, p.len));
+	}
+
+	/* Only a claim of a holder carries one. */
+	adv[0].flags = 2;
+	adv[0].holder_byte = 0;
+	p = make_leased(MESH_ADVERT, adv, 1);
+	expect(&p, MESH_ERR_ENTRY);
+	p.b[P_TYPE] = MESH_NOT_HERE;
+	expect(&p, MESH_ERR_ENTRY);
+	p.b[P_TYPE] = MESH_ANNOUNCE;
+	expect(&p, MESH_OK);
+	ann[0].seq = 0;
+	p = make_leased(MESH_SOLICIT, ann, 1);
+	expect(&p, MESH_ERR_ENTRY);
+	ann[0].seq = 7;
+
+	/* The leases' room: missing, short, too much, each field broken. */
+	p = make_leased(MESH_ANNOUNCE, ann, 3);
+	struct pkt base = p;
+#define MUT(stmt, err) do { p = base; stmt; expect(&p, err); } while (0)
+	MUT(put16(p.b + P_PLEN, (unsigned int)(p.len - 40 - LEASE)), MESH_ERR_SHORT);
+	MUT(put16(p.b + P_PLEN, (unsigned int)(p.len - 41)), MESH_ERR_SHORT);
+	MUT(p.len--, MESH_ERR_SHORT);
+	MUT((put16(p.b + P_PLEN, (unsigned int)(p.len - 39)), p.len++), MESH_ERR_COUNT);
+	MUT(p.b[P_ENTRY + 2] = 0, MESH_ERR_COUNT);      /* a lease no entry claims */
+	MUT(p.b[P_ENTRY + 64 + 2] = 2, MESH_ERR_SHORT); /* an entry whose lease is missing */
+	uint8_t *l0 = base.b + 48 + 3 * 64, *l1 = l0 + LEASE;
+	size_t o0 = (size_t)(l0 - base.b), o1 = (size_t)(l1 - base.b);
+	MUT(p.b[o0] = 'W', MESH_ERR_LEASE);
+	MUT(p.b[o1 + 1] = 'm', MESH_ERR_LEASE);
+	MUT(p.b[o0 + 2] = 2, MESH_ERR_LEASE);
+	MUT(p.b[o0 + 3] = 5, MESH_ERR_LEASE);
+	MUT(p.b[o1 + 3] = 4, MESH_ERR_LEASE);              /* IPv4 with bytes after it */
+	MUT(p.b[o0 + 3] = 6, MESH_OK);                     /* ::a00:1, another address: the
+							    * mesh thread's refusal */
+	MUT(p.b[o0 + 5] = 1, MESH_ERR_LEASE);
+	MUT(p.b[o0 + 24 + 4] = 1, MESH_ERR_LEASE);
+	MUT(memcpy(p.b + o0 + 16, p.b + o0 + 8, 8), MESH_ERR_LEASE); /* expires == issued */
+	MUT(memset(p.b + o1 + 40, 0, 32), MESH_ERR_LEASE);
+	MUT(memset(p.b + o1 + 72, 0, 64), MESH_OK);        /* the signature is not the parser's */
+#undef MUT
+
+	/* MESH_MAX_PACKET: six leased entries fit, a seventh does not. */
+	for (size_t i = 0; i < 7; i++)
+		many[i] = ann[0];
+	p = make_leased(MESH_ANNOUNCE, many, 6);
+	CHECK(p.len == 1248);
+	CHECK(mesh_msg_parse(p.b, p.len, &m) == MESH_OK);
+	CHECK(mesh_msg_build(&m, out, sizeof(out)) == p.len);
+	p = make_leased(MESH_ANNOUNCE, many, 7);
+	expect(&p, MESH_ERR_COUNT);
+	m.count = 7;
+	m.items[6] = m.items[0];
+	CHECK(mesh_msg_build(&m, out, sizeof(out)) == 0);
+
+	/* The builder writes no lease the parser would refuse, and reads no
+	 * lease of an unflagged item. */
+	p = make_leased(MESH_ANNOUNCE, ann, 3);
+	CHECK(mesh_msg_parse(p.b, p.len, &m) == MESH_OK);
+	m2 = m;
+	memset(&m2.items[1].lease, 0xee, sizeof(m2.items[1].lease));
+	CHECK(mesh_msg_build(&m2, out, sizeof(out)) == p.len && !memcmp(out, p.b, p.len));
+	m2 = m;
+	m2.items[2].lease.expires = m2.items[2].lease.issued;
+	CHECK(mesh_msg_build(&m2, out, sizeof(out)) == 0);
+	m2 = m;
+	memset(m2.items[0].lease.holder, 0, 32);
+	CHECK(mesh_msg_build(&m2, out, sizeof(out)) == 0);
 }
 
 static void test_names(void)
@@ -431,6 +571,7 @@ int main(void)
 	test_trailing();
 	test_truncation();
 	test_build();
+	test_leases();
 	test_names();
 	printf("test_mesh_msg: ok\n");
 	return 0;
