@@ -1,6 +1,7 @@
 /* weft lease: the registration leases of the mesh (mesh/lease.h,
  * docs/mesh.md "Leases"), made and read without weftd: a lease key
- * (genkey, pubkey), a signed lease (sign) and what a lease says (show).
+ * (genkey, pubkey), a signed lease (sign) and what a lease says (show);
+ * and given to weftd for the addresses its host holds (add: weft=lease-add).
  * The private key comes on stdin only, as wg(8) takes keys, so it is never
  * in a command line that ps shows; it is wiped when the command is done. */
 #include <errno.h>
@@ -32,6 +33,7 @@ static const char lease_usage_text[] =
 	"       weft lease pubkey < PRIVATE-KEY\n"
 	"       weft lease sign ADDRESS HOLDER [valid DURATION] [from SECONDS] < PRIVATE-KEY\n"
 	"       weft lease show LEASE [key PUBLIC-KEY]\n"
+	"       weft [-i IFNAME] lease add LEASE...\n"
 	"\n"
 	"genkey  prints a new lease key (an Ed25519 private key, base64)\n"
 	"pubkey  prints the public key of the private key on stdin\n"
@@ -42,8 +44,12 @@ static const char lease_usage_text[] =
 	"        (default now)\n"
 	"show    prints what LEASE says; with key, whether PUBLIC-KEY signed it and it\n"
 	"        is valid now (exit 1 if not)\n"
-	"\n"
-	"The mesh does not check leases yet (docs/mesh.md, \"Leases\").\n";
+	"add     gives weftd up to 16 leases for addresses its host holds, each\n"
+	"        signed by the mesh's lease key (weft mesh set lease-key), naming\n"
+	"        this host and valid now; a newer one replaces the one it has. With a\n"
+	"        lease key set, the other hosts believe this one holds an address\n"
+	"        only with its lease. weftd keeps them in memory: add them again\n"
+	"        after a restart, and renew them before they expire.\n";
 
 /* A key as wg prints keys; the text of a private one is wiped. */
 static void print_key(const uint8_t key[32])
@@ -197,7 +203,7 @@ static int cmd_lease_show(int argc, char **argv)
 	if (argc != 1 && !(argc == 3 && !strcmp(argv[1], "key")))
 		return cli_usage_error("lease show needs LEASE [key PUBLIC-KEY]");
 	if (argc == 3 && mesh_lease_parse_key(argv[2], strlen(argv[2]), key))
-		return cli_usage_error("lease show: '%s' is not a public key in base64", argv[2]);
+		return cli_fail("lease show: '%s' is not a public key in base64", argv[2]);
 	if (mesh_lease_parse(argv[0], strlen(argv[0]), &l, &why))
 		return cli_fail("lease show: %s", why);
 	ip_prefix_format_addr(l.family, l.addr, addr);
@@ -211,9 +217,42 @@ static int cmd_lease_show(int argc, char **argv)
 	}
 	clock_gettime(CLOCK_REALTIME, &now);
 	v = mesh_lease_check(&l, key,
-			     (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec, 0);
+			     (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec,
+			     MESH_LEASE_SKEW_NS);
 	printf("  verdict: %s\n", mesh_lease_verdict_name(v));
 	return v == MESH_LEASE_VALID ? EXIT_OK : cli_fail("lease show: %s", mesh_lease_verdict_name(v));
+}
+
+static int cmd_lease_add(int argc, char **argv)
+{
+	struct mesh_text_lease_request *req;
+	struct text_buf b = { 0 };
+	const char *why = NULL;
+	struct cli_reply r;
+	char *body = NULL;
+	size_t len = 0;
+	bool ok = true;
+	int ret;
+
+	if (argc < 1)
+		return cli_usage_error("lease add needs at least one LEASE");
+	for (int i = 0; i < argc; i++)
+		ok &= cli_add_line(&b, "lease", argv[i], false);
+	ret = cli_finish_body(&b, ok, "lease add", &body, &len);
+	if (ret)
+		return ret;
+	/* Checked here first, so a mistake is named without asking weftd. */
+	req = malloc(sizeof(*req));
+	ret = req ? mesh_text_parse_lease_request(body, len, req, &why) : -ENOMEM;
+	free(req);
+	if (ret) {
+		free(body);
+		return cli_fail("lease add: %s: %s", strerror(-ret), why ? why : "out of memory");
+	}
+	ret = cli_request("lease-add", body, "lease add", &r);
+	cli_reply_free(&r);
+	free(body);
+	return ret;
 }
 
 static const struct cli_command lease_commands[] = {
@@ -221,6 +260,7 @@ static const struct cli_command lease_commands[] = {
 	{ "pubkey", cmd_lease_pubkey, lease_usage_text, false },
 	{ "sign", cmd_lease_sign, lease_usage_text, false },
 	{ "show", cmd_lease_show, lease_usage_text, false },
+	{ "add", cmd_lease_add, lease_usage_text, true },
 };
 
 int cli_lease(int argc, char **argv)

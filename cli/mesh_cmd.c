@@ -8,10 +8,12 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "mesh/lease.h"
 #include "mesh/text.h"
 
 static const char mesh_usage_text[] =
 	"Usage: weft [-i IFNAME] mesh set [mode off|unicast|multicast] [prefix CIDR]...\n"
+	"                                 [lease-key KEY|none]\n"
 	"       weft [-i IFNAME] mesh show [--json]\n"
 	"\n"
 	"set   changes the mesh: its discovery mode (multicast: solicit every\n"
@@ -19,12 +21,34 @@ static const char mesh_usage_text[] =
 	"      VM address space (up to 8, none inside another; repeatable or\n"
 	"      comma-separated). Prefixes given replace all the old ones; without\n"
 	"      any, the prefixes stay as they are, and without a mode, the mode does.\n"
-	"show  the mode, the prefixes, every mesh counter, and the learned\n"
+	"      lease-key: the mesh's Ed25519 public key (weft lease pubkey); with\n"
+	"      it, a host is believed to hold an address only with a lease it signed\n"
+	"      (weft lease add); none: any member is believed. Changing it forgets\n"
+	"      what was learned and this host's leases.\n"
+	"show  the mode, the prefixes, the lease key, every mesh counter, and the learned\n"
 	"      locations (up to 1000) as ADDRESS -> HOLDER (the public key of the\n"
 	"      host that has it) or ADDRESS -> negative (known to be nowhere);\n"
 	"      --json: the same as one object.\n";
 
 /* ---- set --------------------------------------------------------------- */
+
+/* "lease_key=HEX" (or none) for the key in base64; false: not a key. */
+static bool lease_key_line(struct text_buf *b, const char *text)
+{
+	uint8_t key[32];
+
+	if (!strcmp(text, "none")) {
+		text_buf_add(b, "lease_key=none\n", 15);
+		return true;
+	}
+	if (mesh_lease_parse_key(text, strlen(text), key))
+		return false;
+	text_buf_add(b, "lease_key=", 10);
+	for (size_t k = 0; k < sizeof(key); k++)
+		text_buf_printf(b, "%02x", key[k]);
+	text_buf_add(b, "\n", 1);
+	return true;
+}
 
 static int cmd_mesh_set(int argc, char **argv)
 {
@@ -38,15 +62,25 @@ static int cmd_mesh_set(int argc, char **argv)
 	int ret;
 
 	if (!argc)
-		return cli_usage_error("mesh set needs mode or prefix");
+		return cli_usage_error("mesh set needs mode, prefix or lease-key");
 	for (int i = 0; i < argc; i += 2) {
-		if (strcmp(argv[i], "mode") && strcmp(argv[i], "prefix"))
+		if (strcmp(argv[i], "mode") && strcmp(argv[i], "prefix") &&
+		    strcmp(argv[i], "lease-key"))
 			return cli_usage_error("mesh set: unknown word '%s'", argv[i]);
 		if (i + 1 >= argc)
 			return cli_usage_error("'%s' needs a value", argv[i]);
 	}
-	for (int i = 0; i < argc; i += 2)
+	for (int i = 0; i < argc && ok; i += 2) {
+		if (!strcmp(argv[i], "lease-key")) {
+			if (!lease_key_line(&b, argv[i + 1])) {
+				text_buf_free(&b);
+				return cli_fail("mesh set: '%s' is not a public key in base64 (or none)",
+						argv[i + 1]);
+			}
+			continue;
+		}
 		ok &= cli_add_line(&b, argv[i], argv[i + 1], !strcmp(argv[i], "prefix"));
+	}
 	ret = cli_finish_body(&b, ok, "mesh set", &body, &len);
 	if (ret)
 		return ret;
@@ -95,7 +129,14 @@ static void print_text(const struct mesh_text_show *m)
 		ip_prefix_format(&m->cfg.prefixes[i], s);
 		printf("%s %s", i ? "," : "", s);
 	}
-	printf("%s\ncounters:\n", m->cfg.n_prefixes ? "" : " none");
+	printf("%s\n", m->cfg.n_prefixes ? "" : " none");
+	if (m->cfg.has_lease_key) {
+		mesh_text_key_base64(m->cfg.lease_key, key);
+		printf("lease key: %s\n", key);
+	} else {
+		printf("lease key: none (any member is believed)\n");
+	}
+	printf("counters:\n");
 	for (size_t i = 0; i < mesh_text_n_counters; i++)
 		printf("  %-18s %llu\n", mesh_text_counters[i].key,
 		       (unsigned long long)counter(m, i));
@@ -123,7 +164,14 @@ static void print_json(const struct mesh_text_show *m)
 		ip_prefix_format(&m->cfg.prefixes[i], s);
 		printf("%s\"%s\"", i ? ", " : "", s);
 	}
-	printf("],\n  \"counters\": {");
+	printf("],\n  \"lease_key\": ");
+	if (m->cfg.has_lease_key) {
+		mesh_text_key_base64(m->cfg.lease_key, key);
+		printf("\"%s\"", key);
+	} else {
+		printf("null");
+	}
+	printf(",\n  \"counters\": {");
 	for (size_t i = 0; i < mesh_text_n_counters; i++)
 		printf("%s\n    \"%s\": %llu", i ? "," : "", mesh_text_counters[i].key,
 		       (unsigned long long)counter(m, i));

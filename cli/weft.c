@@ -64,6 +64,7 @@ static const char usage_text[] =
 	"                                  sign a registration lease (key on stdin)\n"
 	"  lease show LEASE [key PUBLIC-KEY]\n"
 	"                                  show a lease, check its signature\n"
+	"  lease add LEASE...              give weftd this host's leases\n"
 	"  stats                           print weftd's counters\n"
 	"  show [--json]                   interface, peers, ports and mesh at a glance\n"
 	"  metrics                         weftd's counters as Prometheus text\n"

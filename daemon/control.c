@@ -239,6 +239,21 @@ static int verb_mesh_show(struct wg_device *dev, const char *body, size_t len, c
 	return ret;
 }
 
+static int verb_lease_add(struct wg_device *dev, const char *body, size_t len, char **reply,
+			  size_t *reply_len, const char **why)
+{
+	struct mesh_text_lease_request *req = malloc(sizeof(*req));
+	int ret;
+
+	if (!req)
+		return -ENOMEM;
+	ret = mesh_text_parse_lease_request(body, len, req, why);
+	if (!ret)
+		ret = mesh_lease_add(dev, req->leases, req->n, why);
+	free(req);
+	return ret;
+}
+
 static const struct control_verb {
 	const char *verb;
 	int (*run)(struct wg_device *dev, const char *body, size_t len, char **reply,
@@ -251,6 +266,7 @@ static const struct control_verb {
 	{ "vm-del", verb_vm_del },
 	{ "mesh-set", verb_mesh_set },
 	{ "mesh-show", verb_mesh_show },
+	{ "lease-add", verb_lease_add },
 };
 
 int control_command(void *ctx, const char *verb, const char *body, size_t len, char **reply,

@@ -12,8 +12,9 @@
  * keys; replies with port_text_format_info); vm-add (port=NAME and
  * address=CIDR lines: mesh_vm_add), vm-del (address lines:
  * mesh_vm_del), mesh-set (mode=, prefix=: mesh_set of what
- * mesh_get gave with those changed), mesh-show (no keys; replies with
- * mesh_text_format_show). 0 or -errno; on failure *reply may hold a
+ * mesh_get gave with those changed; lease_key=), mesh-show (no keys;
+ * replies with mesh_text_format_show), lease-add (lease= lines:
+ * mesh_lease_add). 0 or -errno; on failure *reply may hold a
  * "message=WHY\n" line. */
 int control_command(void *ctx, const char *verb, const char *body, size_t len, char **reply,
 		    size_t *reply_len);

@@ -69,6 +69,7 @@ static bool overlaps_allowed_ips(struct wg_device *dev, const struct mesh_config
 int mesh_set(struct wg_device *dev, const struct mesh_config *cfg)
 {
 	struct mesh *m = dev->mesh;
+	bool rekey;
 	int err = 0;
 
 	if (cfg->mode > MESH_MULTICAST || cfg->n_prefixes > MESH_MAX_PREFIXES)
@@ -81,11 +82,19 @@ int mesh_set(struct wg_device *dev, const struct mesh_config *cfg)
 		mesh_unlock(m);
 		return -EEXIST;
 	}
+	/* Another lease key: what was believed under the old one, and this
+	 * host's leases, are not any more. */
+	rekey = cfg->has_lease_key != m->cfg.has_lease_key ||
+		(cfg->has_lease_key && memcmp(cfg->lease_key, m->cfg.lease_key, sizeof(cfg->lease_key)));
 	for (size_t i = 0; i < m->cfg.n_prefixes; i++)
 		rt_remove(dev->allowed_ips, m->cfg.prefixes[i].family, m->cfg.prefixes[i].addr,
 			  m->cfg.prefixes[i].cidr, &m->prefix_hop);
 	m->cfg = *cfg; /* with mode off, the prefixes are kept but not routed */
-	if (cfg->mode == MESH_OFF) {
+	if (!cfg->has_lease_key)
+		memset(m->cfg.lease_key, 0, sizeof(m->cfg.lease_key));
+	if (rekey)
+		m->n_own = 0;
+	if (cfg->mode == MESH_OFF || rekey) {
 		atomic_store(&m->mode, MESH_OFF);
 		mesh_forget(m);
 	}
@@ -117,6 +126,7 @@ void mesh_get(struct wg_device *dev, struct mesh_config *cfg, struct mesh_stats 
 		MESH_COUNTERS(MESH_COUNTER_COPY)
 #undef MESH_COUNTER_COPY
 		st->locations = m->n_located;
+		st->leases = m->n_own;
 		st->pending = 0;
 		for (struct mesh_loc *l = m->timed; l; l = l->timed_next)
 			st->pending += l->state == LOC_PENDING;
@@ -146,6 +156,14 @@ void mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, size
 		if (!l)
 			continue;
 		l->local_seq = mesh_next_seq(m);
+		mesh_loc_set_lease(l, mesh_own_lease(m, a->family, a->addr));
+		if (m->cfg.has_lease_key && !l->lease) {
+			char text[IP_PREFIX_STRLEN];
+
+			ip_prefix_format(a, text);
+			log_error("mesh: %s registered without a lease: the other hosts will not "
+				  "believe it (weft lease add)", text);
+		}
 		if (l->peer) { /* where it was: its forwarded packets are taken */
 			l->prev = l->peer;
 			l->prev_until = wg_clock_now() + GRACE_MS * NSEC_PER_MSEC;
@@ -165,6 +183,7 @@ void mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, size
 			/* We are the home: the previous holder learns it here. */
 			mesh_item_of(l, &it);
 			mesh_item_holder(&it, mesh_self_key(m), l->local_seq);
+			mesh_item_lease(m, &it, l->lease);
 			mesh_note_add(m, l->peer->public_key, false, MESH_MOVED, &it);
 			mesh_count(m, moved_sent, 1);
 		} else {

@@ -57,7 +57,11 @@ enum {
 	PEER_NOT_HERE_PER_SEC = 100, /* those to one peer */
 	PEER_NOT_HERE_BURST = 20,
 	BUCKETS_MIN = 256,
+	MESH_OWN_LEASES = 4096,     /* this host's leases (mesh_lease_add) */
 };
+
+_Static_assert(MESH_LEASE_SKEW_NS == (uint64_t)SEQ_AHEAD_MS * 1000000,
+	       "a lease may be issued as far ahead as a stamp may be");
 
 /* One received entry, or one to send. */
 struct mesh_note {
@@ -65,6 +69,9 @@ struct mesh_note {
 	bool all;                 /* to every member */
 	enum mesh_type type;
 	struct mesh_item item;
+	bool lease_valid;         /* received: item.lease is signed by the
+				   * lease key and valid (mesh_run checks it
+				   * before it takes the locks) */
 };
 
 /* A token bucket: tokens in nanoseconds of credit. */
@@ -112,6 +119,8 @@ struct mesh {
 	struct wg_pkt_queue rel_out, rel_in; /* released to worker 0 */
 	_Atomic unsigned int n_released;
 	uint64_t last_seq;
+	struct mesh_lease *own;             /* this host's leases, MESH_OWN_LEASES */
+	size_t n_own;
 	struct rate solicit_rate, not_here_rate;
 	/* Per tenant: its solicitations, and its lookups under way (counted
 	 * up by mesh/path.c pending, recounted from the timed list by every
@@ -207,6 +216,30 @@ void mesh_note_add(struct mesh *m, const uint8_t *to, bool all, enum mesh_type t
 /* The item naming l's address; and its holder and stamp. */
 void mesh_item_of(const struct mesh_loc *l, struct mesh_item *it);
 void mesh_item_holder(struct mesh_item *it, const uint8_t *key, uint64_t seq);
+/* With a lease key set: lease (if any) goes with the item, when it names
+ * the host the item says holds the address (the sender, for an ANNOUNCE)
+ * and has not expired. The item's holder is set first. */
+void mesh_item_lease(struct mesh *m, struct mesh_item *it, const struct mesh_lease *lease)
+	WG_REQUIRES(m->lock) WG_REQUIRES_SHARED(m->dev->lock);
+/* l's lease made a copy of lease (NULL: none); false: no memory, and l
+ * unchanged. */
+bool mesh_loc_set_lease(struct mesh_loc *l, const struct mesh_lease *lease);
+/* This host's lease for a host address, or NULL. */
+const struct mesh_lease *mesh_own_lease(struct mesh *m, int family, const uint8_t *addr)
+	WG_REQUIRES(m->lock);
+/* Whether a received entry says that a host holds its address. */
+bool mesh_claims_holder(const struct mesh_note *n);
+/* With a lease key: whether the entry's lease (checked by
+ * mesh_check_leases) is for its address and names holder. */
+bool mesh_lease_backs(const struct mesh_note *n, const struct wg_peer *holder);
+/* Sets lease_valid on received entries: signed by key, valid now (false
+ * for all when key is NULL). No lock needed: the mesh thread's own copy. */
+void mesh_check_leases(struct mesh_note *in, size_t n, const uint8_t *key);
+/* Both locks held: a learned location whose lease expired (at wall-clock
+ * wall) is forgotten; the next packet to it asks again. */
+void mesh_forget_if_lease_expired(struct mesh *m, struct mesh_loc *l, uint64_t wall,
+				  uint64_t now)
+	WG_REQUIRES(m->lock, m->dev->lock);
 /* mesh.c, shared with the control plane (control.c). */
 
 /* peer's mesh state, made when missing (NULL: no memory) under the mesh

@@ -8,7 +8,8 @@
  * This file holds the lease's wire form (MESH_LEASE_SIZE bytes, network byte
  * order, carried after a message's entries), signing and checking it, and its
  * text form: the wire form in standard base64, as `weft lease sign` prints it
- * and `weft vm add` takes it. Every decoder takes untrusted bytes. */
+ * and `weft lease add` gives it to weftd. Every decoder takes untrusted
+ * bytes. */
 #ifndef WEFT_MESH_LEASE_H
 #define WEFT_MESH_LEASE_H
 
@@ -46,6 +47,10 @@ struct mesh_lease {
 	uint8_t sig[ED25519_SIG_SIZE];
 };
 
+/* How far ahead of a host's clock a lease may be issued: the hosts'
+ * clocks differ (the same as the mesh's stamps, mesh/internal.h). */
+#define MESH_LEASE_SKEW_NS (10ull * 1000000000ull)
+
 /* What mesh_lease_check says of a well-formed lease. */
 enum mesh_lease_verdict {
 	MESH_LEASE_VALID = 0,
@@ -55,9 +60,9 @@ enum mesh_lease_verdict {
 };
 
 void mesh_lease_encode(const struct mesh_lease *l, uint8_t out[MESH_LEASE_SIZE]);
-/* 0, or -EINVAL with *why (static): magic, version, family, reserved or
- * unused address bytes, an all-zero holder, expires not after issued. The
- * signature is not checked here. */
+/* 0, or -EINVAL with *why (static), checked in this order: magic, version,
+ * family, reserved bytes, expires not after issued, bytes after an IPv4
+ * address, an all-zero holder. The signature is not checked here. */
 int mesh_lease_decode(const uint8_t in[MESH_LEASE_SIZE], struct mesh_lease *l, const char **why);
 
 /* Fills l->sig: the lease signed with the lease key's private seed. */

@@ -125,18 +125,31 @@ static void go_negative(struct mesh *m, struct mesh_loc *l, uint64_t now)
 	mesh_timed_add(m, l);
 }
 
-/* Both locks held: holder (a peer) holds l's address since seq. Returns
- * the holder it replaced (NULL: none, or the same). */
+/* Both locks held: holder (a peer) holds l's address since seq, by lease
+ * (with a lease key: checked by the caller, else NULL). A lease newer than
+ * the one known wins whatever the stamps say; an older one loses; the same
+ * one, or none, leaves it to the stamps. Returns the holder it replaced
+ * (NULL: none, or the same). */
 static struct wg_peer *learn(struct mesh *m, struct mesh_loc *l, struct wg_peer *holder,
-			     uint64_t seq, uint64_t now)
+			     uint64_t seq, const struct mesh_lease *lease, uint64_t now)
 	WG_REQUIRES(m->lock, m->dev->lock)
 {
 	struct wg_peer *old = l->peer;
+	bool newer = false;
 
-	if (l->peer && seq < l->seq)
+	if (lease && l->lease) {
+		if (mesh_lease_newer(l->lease, lease)) {
+			mesh_count(m, refused_lease, 1); /* replayed, or late */
+			return NULL;
+		}
+		newer = mesh_lease_newer(lease, l->lease);
+	}
+	if (!newer && l->peer && seq < l->seq)
 		return NULL; /* older news */
-	if (l->local_seq && seq <= l->local_seq)
+	if (!newer && l->local_seq && seq <= l->local_seq)
 		return NULL; /* our own registration is newer */
+	if (lease && !mesh_loc_set_lease(l, lease))
+		return NULL;
 	l->peer = holder;
 	l->seq = seq;
 	l->confirmed = now;
@@ -215,6 +228,7 @@ static void answer(struct mesh *m, const uint8_t *from, const struct mesh_item *
 		mesh_item_holder(&out, l->peer->public_key, l->seq);
 	else
 		mesh_item_holder(&out, NULL, 0);
+	mesh_item_lease(m, &out, out.has_holder && l ? l->lease : NULL);
 	mesh_note_add(m, from, false, MESH_ADVERT, &out);
 	mesh_count(m, advert_sent, 1);
 }
@@ -226,18 +240,20 @@ static void answer(struct mesh *m, const uint8_t *from, const struct mesh_item *
  * holder where the address went (MOVED), in that order, as the previous
  * holder forwards only once it knows. */
 static void hand_over(struct mesh *m, struct mesh_loc *l, struct wg_peer *holder,
-		      struct wg_peer *prev, uint64_t prev_seq)
+		      struct wg_peer *prev, uint64_t prev_seq, const struct mesh_lease *prev_lease)
 	WG_REQUIRES(m->lock, m->dev->lock)
 {
 	struct mesh_item it;
 
 	mesh_item_of(l, &it);
 	mesh_item_holder(&it, prev ? prev->public_key : mesh_self_key(m), prev_seq);
+	mesh_item_lease(m, &it, prev_lease);
 	mesh_note_add(m, holder->public_key, false, MESH_ADVERT, &it);
 	mesh_count(m, advert_sent, 1);
 	if (!prev)
 		return; /* this host forwards when its VM goes (mesh_local_removed) */
 	mesh_item_holder(&it, holder->public_key, l->seq);
+	mesh_item_lease(m, &it, l->lease);
 	mesh_note_add(m, prev->public_key, false, MESH_MOVED, &it);
 	mesh_count(m, moved_sent, 1);
 }
@@ -276,16 +292,19 @@ static bool from_home(struct mesh *m, struct mesh_loc *l, const struct wg_peer *
  * only host addresses are learned; no stamp from further ahead than
  * SEQ_AHEAD_MS of this host's clock; an ANNOUNCE from anyone (the sender
  * is the holder); an ADVERT only as the answer to a question asked; a
- * MOVED only from the home host; a NOT_HERE only from the recorded holder.
- * Only an ANNOUNCE makes a record. */
+ * MOVED only from the home host; a NOT_HERE only from the recorded holder;
+ * with a lease key, a claim that a host holds an address only with its
+ * lease. Only an ANNOUNCE makes a record. */
 static void handle(struct mesh *m, struct wg_peer *from, const struct mesh_note *n, uint64_t now)
 	WG_REQUIRES(m->lock, m->dev->lock)
 {
 	const struct mesh_item *it = &n->item;
+	const struct mesh_lease *lease = m->cfg.has_lease_key ? &it->lease : NULL;
+	struct mesh_lease prev_lease;
 	struct wg_peer *holder = from, *old;
 	struct mesh_loc *l;
 	uint64_t prev_seq;
-	bool self;
+	bool self, had_lease;
 
 	if (!mesh_in_prefixes(m, it->family, it->addr)) {
 		mesh_count(m, malformed, 1);
@@ -307,6 +326,10 @@ static void handle(struct mesh *m, struct wg_peer *from, const struct mesh_note 
 		holder = wg_device_lookup_peer(m->dev, it->holder);
 		if (!holder)
 			return; /* ourselves, or a host we have no tunnel to */
+	}
+	if (lease && mesh_claims_holder(n) && !mesh_lease_backs(n, holder)) {
+		mesh_count(m, refused_lease, 1);
+		return;
 	}
 	l = mesh_loc_find(m, it->family, it->addr, it->cidr);
 	if (!l && n->type == MESH_ANNOUNCE) {
@@ -337,7 +360,7 @@ static void handle(struct mesh *m, struct wg_peer *from, const struct mesh_note 
 		} else if (!asked(m, l, from, holder, it->has_holder))
 			mesh_count(m, refused_sender, 1);
 		else if (it->has_holder)
-			learn(m, l, holder, it->seq, now);
+			learn(m, l, holder, it->seq, lease, now);
 		else if (l->state == LOC_PENDING && !l->peer && l->tries >= MAX_TRIES)
 			go_negative(m, l, now); /* else the next try may find an ANNOUNCE there */
 		break;
@@ -352,14 +375,18 @@ static void handle(struct mesh *m, struct wg_peer *from, const struct mesh_note 
 				break;
 			}
 		}
-		/* The holder before: a peer, or this host (a local VM). */
+		/* The holder before: a peer, or this host (a local VM); and
+		 * its lease, which the new holder is shown. */
 		old = l->peer;
 		prev_seq = old ? l->seq : l->local_seq;
-		learn(m, l, holder, it->seq, now);
+		had_lease = l->lease;
+		if (had_lease)
+			prev_lease = *l->lease;
+		learn(m, l, holder, it->seq, lease, now);
 		if (n->type == MESH_ANNOUNCE && atomic_load(&m->mode) == MESH_UNICAST &&
 		    l->peer == holder && old != holder && (old || prev_seq) &&
 		    (mesh_home_of(m, l, &self), self))
-			hand_over(m, l, holder, old, prev_seq);
+			hand_over(m, l, holder, old, prev_seq, had_lease ? &prev_lease : NULL);
 		break;
 	case MESH_NOT_HERE:
 		mesh_count(m, not_here_received, 1);
@@ -369,7 +396,7 @@ static void handle(struct mesh *m, struct wg_peer *from, const struct mesh_note 
 			if (it->has_holder)
 				mesh_count(m, refused_sender, 1);
 		} else if (it->has_holder && holder != from) {
-			learn(m, l, holder, it->seq, now);
+			learn(m, l, holder, it->seq, lease, now);
 		} else if (!it->has_holder && l->state == LOC_RESOLVED) {
 			/* Stale: forgotten; the next packet to it asks again. */
 			mesh_loc_unpublish(m, l);
@@ -437,6 +464,7 @@ void mesh_announce(struct mesh *m, struct mesh_loc *l, const struct wg_peer *onl
 
 	mesh_item_of(l, &it);
 	mesh_item_holder(&it, NULL, l->local_seq);
+	mesh_item_lease(m, &it, l->lease);
 	if (atomic_load(&m->mode) == MESH_MULTICAST) {
 		mesh_note_add(m, only ? only->public_key : NULL, !only, MESH_ANNOUNCE, &it);
 		mesh_count(m, announce_sent, only ? 1 : m->dev->n_peers);
@@ -492,6 +520,7 @@ static void recheck_if_old(struct mesh *m, struct mesh_loc *l, uint64_t now)
 static void reannounce(struct mesh *m, uint64_t now)
 	WG_REQUIRES(m->lock, m->dev->lock)
 {
+	uint64_t wall = wg_clock_realtime_ns();
 	size_t b;
 
 	if (now >= m->next_refresh) {
@@ -508,6 +537,7 @@ static void reannounce(struct mesh *m, uint64_t now)
 			break;
 		for (struct mesh_loc *l = m->buckets[b]; l; l = l->hash_next) {
 			if (!l->local_seq) {
+				mesh_forget_if_lease_expired(m, l, wall, now);
 				recheck_if_old(m, l, now);
 				continue;
 			}
@@ -653,6 +683,8 @@ uint64_t mesh_run(struct mesh *m)
 	struct mesh_note *out, *in;
 	size_t n_out, n_in;
 	uint64_t now = wg_clock_now(), next;
+	uint8_t key[MESH_LEASE_KEY_SIZE];
+	bool has_key;
 
 	/* The received entries are taken under the mesh lock alone (the
 	 * workers go on filling the other buffer), and the record hash grown
@@ -665,9 +697,16 @@ uint64_t mesh_run(struct mesh *m)
 	m->inbox_work = in;
 	m->n_inbox = 0;
 	mesh_loc_reserve(m, n_in);
+	has_key = m->cfg.has_lease_key;
+	memcpy(key, m->cfg.lease_key, sizeof(key));
 	wg_mutex_unlock(&m->lock);
+	/* Signatures are checked here, with no lock held: the workers never
+	 * wait for them. */
+	mesh_check_leases(in, n_in, has_key ? key : NULL);
 	for (size_t i = 0; i < n_in; i += HANDLE_BATCH) {
 		lock_grown(m);
+		if (has_key != m->cfg.has_lease_key || memcmp(key, m->cfg.lease_key, sizeof(key)))
+			mesh_check_leases(in + i, n_in - i, NULL); /* the key changed meanwhile */
 		for (size_t j = i; j < n_in && j < i + HANDLE_BATCH; j++) {
 			struct wg_peer *from = wg_device_lookup_peer(m->dev, in[j].peer);
 
@@ -819,6 +858,7 @@ void mesh_free(struct wg_device *dev)
 			m->buckets[i] = l->hash_next;
 			mesh_queue_free(m, &l->out);
 			mesh_queue_free(m, &l->in);
+			free(l->lease);
 			free(l);
 		}
 	}
@@ -831,6 +871,7 @@ void mesh_free(struct wg_device *dev)
 	free(m->inbox);
 	free(m->inbox_work);
 	free(m->outbox);
+	free(m->own);
 	wg_mutex_destroy(&m->lock);
 	pthread_cond_destroy(&m->cond);
 	free(m);

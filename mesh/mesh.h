@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mesh/lease.h"
 #include "mesh/types.h"
 #include "router/hop.h"
 #include "port/config.h"
@@ -45,6 +46,8 @@ struct mesh_loc {
 	uint64_t deadline;          /* pending: next solicit; negative: forget */
 	uint64_t asked_at;          /* pending: when the lookup started */
 	uint64_t confirmed;         /* learned: when an answer last said so */
+	struct mesh_lease *lease;   /* with a lease key: the holder's (malloc'd),
+				     * or this host's for a local VM */
 	struct mesh_loc *hash_next;
 	struct mesh_loc *timed_next; /* on the list of pending and negative records */
 	struct wg_pkt_queue out;    /* packets to it, waiting for an answer */
@@ -91,6 +94,16 @@ int mesh_vm_add(struct wg_device *dev, const char *port, const struct ip_prefix 
  * still reaches it to where the address went, when it knows. 0 or -ENOENT
  * (an address is registered nowhere; nothing changed). */
 int mesh_vm_del(struct wg_device *dev, const struct ip_prefix *addrs, size_t n)
+	WG_EXCLUDES(dev->lock);
+
+/* This host's leases (docs/mesh.md, "Leases"), kept for the addresses
+ * it holds or will: each must be signed by the mesh's lease key, name this
+ * host and be valid now; a newer one replaces the one held for its
+ * address, an older one changes nothing. A lease for an address registered
+ * here is announced at once. 0, or -EINVAL with *why naming the lease's
+ * fault, -ENOKEY (no lease key set), -ENOSPC (MESH_OWN_LEASES held). */
+int mesh_lease_add(struct wg_device *dev, const struct mesh_lease *leases, size_t n,
+		   const char **why)
 	WG_EXCLUDES(dev->lock);
 
 /* Learned locations, for listing (struct mesh_route, mesh/types.h). */

@@ -280,6 +280,8 @@ void mesh_transit(struct wg_device *dev, struct wg_peer *peer, struct rt_hop *ho
 	mp = mesh_peer_of(m, peer);
 	now = wg_clock_now();
 	if (mp && mesh_rate_take(&mp->not_here, now) && mesh_rate_take(&m->not_here_rate, now)) {
+		if (it.has_holder) /* where it went, with the holder's lease */
+			mesh_item_lease(m, &it, l->lease);
 		mesh_note_add(m, peer->public_key, false, MESH_NOT_HERE, &it);
 		mesh_count(m, not_here_sent, 1);
 	} else {

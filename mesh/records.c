@@ -173,6 +173,7 @@ void mesh_loc_free(struct mesh *m, struct mesh_loc *l)
 	}
 	mesh_loc_drop_queues(m, l);
 	m->n_locs--;
+	free(l->lease);
 	free(l);
 }
 
@@ -190,8 +191,9 @@ void mesh_forget(struct mesh *m)
 				mesh_loc_free(m, l); /* *pp is the next one now */
 				continue;
 			}
-			/* Ours: registered, nothing pending. */
+			/* Ours: registered, nothing pending, our lease. */
 			mesh_loc_drop_queues(m, l);
+			mesh_loc_set_lease(l, mesh_own_lease(m, l->family, l->addr));
 			l->peer = l->prev = NULL;
 			l->state = LOC_NONE;
 			pp = &l->hash_next;

@@ -8,6 +8,7 @@
  * copy a value only after checking its length, and bound every count
  * (addresses, prefixes, ports, routes) before it grows anything. */
 #include "mesh/text.h"
+#include "mesh/lease.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -192,6 +193,48 @@ fail:
 	return ret;
 }
 
+/* ---- lease-add --------------------------------------------------------- */
+
+int mesh_text_parse_lease_request(const char *text, size_t len,
+				  struct mesh_text_lease_request *out, const char **why)
+{
+	const char *line, *v, *unused;
+	size_t off = 0, n, kn, vn;
+	int ret;
+
+	if (!why)
+		why = &unused;
+	memset(out, 0, sizeof(*out));
+	while (text_next_line(text, len, &off, &line, &n)) {
+		if (!text_split_kv(line, n, &kn, &v, &vn)) {
+			*why = "a line without '='";
+			ret = -EPROTO;
+			goto fail;
+		}
+		ret = -EINVAL;
+		if (!key_is(line, kn, "lease")) {
+			*why = "unknown key";
+			goto fail;
+		}
+		if (out->n == MESH_TEXT_MAX_LEASES) {
+			*why = "too many leases (16 at most)";
+			goto fail;
+		}
+		if ((ret = mesh_lease_parse(v, vn, &out->leases[out->n], why)))
+			goto fail;
+		out->n++;
+	}
+	if (!out->n) {
+		*why = "no lease";
+		ret = -EINVAL;
+		goto fail;
+	}
+	return 0;
+fail:
+	memset(out, 0, sizeof(*out));
+	return ret;
+}
+
 /* ---- mesh-set ---------------------------------------------------------- */
 
 int mesh_text_parse_set(const char *text, size_t len, struct mesh_text_set *out,
@@ -224,13 +267,24 @@ int mesh_text_parse_set(const char *text, size_t len, struct mesh_text_set *out,
 		} else if (key_is(line, kn, "prefix")) {
 			if ((ret = add_prefix(out->prefixes, &out->n_prefixes, v, vn, why)))
 				goto fail;
+		} else if (key_is(line, kn, "lease_key")) {
+			if (out->set_lease_key) {
+				*why = "key given twice";
+				goto fail;
+			}
+			out->set_lease_key = true;
+			out->has_lease_key = !(vn == 4 && !memcmp(v, "none", 4));
+			if (out->has_lease_key && !parse_key_hex(v, vn, out->lease_key)) {
+				*why = "bad lease_key (want 64 hex digits or none)";
+				goto fail;
+			}
 		} else {
 			*why = "unknown key";
 			goto fail;
 		}
 	}
-	if (!out->has_mode && !out->n_prefixes) {
-		*why = "nothing to set (want mode or prefix)";
+	if (!out->has_mode && !out->n_prefixes && !out->set_lease_key) {
+		*why = "nothing to set (want mode, prefix or lease_key)";
 		ret = -EINVAL;
 		goto fail;
 	}
@@ -249,6 +303,10 @@ void mesh_text_apply_set(const struct mesh_text_set *set, struct mesh_config *cf
 		memcpy(cfg->prefixes, set->prefixes, set->n_prefixes * sizeof(set->prefixes[0]));
 		cfg->n_prefixes = set->n_prefixes;
 	}
+	if (set->set_lease_key) {
+		cfg->has_lease_key = set->has_lease_key;
+		memcpy(cfg->lease_key, set->lease_key, sizeof(cfg->lease_key));
+	}
 }
 
 /* ---- mesh-show --------------------------------------------------------- */
@@ -258,6 +316,7 @@ const struct mesh_text_counter mesh_text_counters[] = {
 	MESH_COUNTERS(MESH_COUNTER)
 	MESH_COUNTER(locations)
 	MESH_COUNTER(pending)
+	MESH_COUNTER(leases)
 };
 #undef MESH_COUNTER
 const size_t mesh_text_n_counters = sizeof(mesh_text_counters) / sizeof(mesh_text_counters[0]);
@@ -282,6 +341,12 @@ int mesh_text_format_show(const struct mesh_config *cfg, const struct mesh_stats
 	for (size_t i = 0; i < cfg->n_prefixes && i < MESH_MAX_PREFIXES; i++) {
 		ip_prefix_format(&cfg->prefixes[i], s);
 		text_buf_printf(&b, "prefix=%s\n", s);
+	}
+	if (cfg->has_lease_key) {
+		text_buf_add(&b, "lease_key=", 10);
+		for (size_t k = 0; k < 32; k++)
+			text_buf_printf(&b, "%02x", cfg->lease_key[k]);
+		text_buf_add(&b, "\n", 1);
 	}
 	for (size_t i = 0; i < mesh_text_n_counters; i++)
 		text_buf_printf(&b, "%s=%llu\n", mesh_text_counters[i].key,
@@ -371,6 +436,12 @@ static int show_line(struct mesh_text_show *s, bool *has_mode, const char *k, si
 		*has_mode = true;
 	} else if (key_is(k, kn, "prefix")) {
 		return add_prefix(s->cfg.prefixes, &s->cfg.n_prefixes, v, vn, why);
+	} else if (key_is(k, kn, "lease_key")) {
+		if (s->cfg.has_lease_key || !parse_key_hex(v, vn, s->cfg.lease_key)) {
+			*why = "bad lease_key (want one key of 64 hex digits)";
+			return -EINVAL;
+		}
+		s->cfg.has_lease_key = true;
 	} else if (key_is(k, kn, "routes_truncated")) {
 		if (!parse_bool(v, vn, &s->truncated)) {
 			*why = "bad routes_truncated (want true or false)";
@@ -556,8 +627,18 @@ int mesh_text_parse_config(const char *text, size_t len, struct mesh_config *cfg
 		} else if (kn == 6 && !strncasecmp(l, "Prefix", 6)) {
 			if ((ret = config_prefixes(&c, v, vn, why)))
 				return ret;
+		} else if (kn == 8 && !strncasecmp(l, "LeaseKey", 8)) {
+			if (c.has_lease_key) {
+				*why = "LeaseKey given twice";
+				return -EINVAL;
+			}
+			if (mesh_lease_parse_key(v, vn, c.lease_key)) {
+				*why = "LeaseKey must be an Ed25519 public key in base64 (weft lease pubkey)";
+				return -EINVAL;
+			}
+			c.has_lease_key = true;
 		} else {
-			*why = "unknown key (Mode or Prefix)";
+			*why = "unknown key (Mode, Prefix or LeaseKey)";
 			return -EINVAL;
 		}
 	}

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mesh/lease.h"
 #include "mesh/types.h"
 #include "pkt/prefix.h"
 #include "port/config.h"
@@ -58,16 +59,36 @@ struct mesh_text_vm_request {
 int mesh_text_parse_vm_request(const char *text, size_t len, bool with_port,
 			       struct mesh_text_vm_request *out, const char **why);
 
+/* ---- lease-add body ---- */
+
+enum { MESH_TEXT_MAX_LEASES = 16 };
+
+/* 1 to MESH_TEXT_MAX_LEASES "lease=TEXT" lines (mesh_lease_parse's text
+ * form). Signatures are the mesh's to check (mesh_lease_add). */
+struct mesh_text_lease_request {
+	struct mesh_lease leases[MESH_TEXT_MAX_LEASES];
+	size_t n;
+};
+
+/* 0, -EPROTO (a line without '='), -EINVAL with *why. The fuzz entry
+ * point. */
+int mesh_text_parse_lease_request(const char *text, size_t len,
+				  struct mesh_text_lease_request *out, const char **why);
+
 /* ---- mesh-set body ---- */
 
 /* "mode=off|unicast|multicast" at most once, "prefix=CIDR" up to
- * MESH_MAX_PREFIXES times (none twice, none inside another); at least
- * one of them. */
+ * MESH_MAX_PREFIXES times (none twice, none inside another),
+ * "lease_key=HEX|none" (the Ed25519 public key in 64 hex digits) at most
+ * once; at least one of them. */
 struct mesh_text_set {
 	bool has_mode;
 	enum mesh_mode mode;
 	struct ip_prefix prefixes[MESH_MAX_PREFIXES];
 	size_t n_prefixes;               /* 0: keep the prefixes there are */
+	bool set_lease_key;              /* "lease_key=HEX" or "lease_key=none" */
+	bool has_lease_key;              /* with set_lease_key: not none */
+	uint8_t lease_key[32];
 };
 
 int mesh_text_parse_set(const char *text, size_t len, struct mesh_text_set *out,
@@ -88,7 +109,7 @@ struct mesh_text_counter {
 extern const struct mesh_text_counter mesh_text_counters[];
 extern const size_t mesh_text_n_counters;
 
-/* "mode=", "prefix=" lines, every counter, "routes_truncated=true|false",
+/* "mode=", "prefix=" lines, "lease_key=HEX" with a lease key, every counter, "routes_truncated=true|false",
  * then one block per route: "route=CIDR", "holder=HEX" (the holder's public
  * key; absent for a negative entry), "negative=true|false", "seq=N".
  * malloc'd, NUL-terminated. 0 or -ENOMEM. */

@@ -22,6 +22,10 @@ struct mesh_config {
 	enum mesh_mode mode;
 	struct ip_prefix prefixes[MESH_MAX_PREFIXES]; /* the VM address space */
 	size_t n_prefixes;
+	/* With a lease key (Ed25519), a claim that a host holds an address
+	 * is believed only with a lease it signed (docs/mesh.md, "Leases"). */
+	bool has_lease_key;
+	uint8_t lease_key[32];
 };
 
 /* X(name): every mesh counter. */
@@ -45,7 +49,9 @@ struct mesh_config {
 	X(tenant_limited) /* misses refused: their tenant had too many lookups */       \
 	X(learn_limited)  /* ANNOUNCEs refused: their sender made records too fast */   \
 	X(records_full)   /* records not made: MESH_MAX_LOCS reached */               \
-	X(expired)        /* learned locations no answer confirmed after their TTL */
+	X(expired)        /* learned locations no answer confirmed after their TTL */  \
+	X(refused_lease)  /* claims without a valid lease, or with an older one */   \
+	X(lease_expired)  /* learned locations forgotten: their lease expired */
 
 struct mesh_stats {
 #define MESH_FIELD(name) uint64_t name;
@@ -53,6 +59,7 @@ struct mesh_stats {
 #undef MESH_FIELD
 	uint64_t locations;  /* learned locations in the table */
 	uint64_t pending;    /* destinations being resolved */
+	uint64_t leases;     /* this host's leases held (mesh_lease_add) */
 };
 
 /* A learned location, as mesh_routes lists them; holder all zero when

@@ -18,6 +18,8 @@ size_t fake_n;
 unsigned int fake_adds, fake_dels, fake_vm_adds, fake_vm_dels;
 struct mesh_config fake_mesh;
 struct mesh_stats fake_mesh_stats;
+struct mesh_lease fake_leases[16];
+size_t fake_n_leases;
 struct mesh_route *fake_routes;
 size_t fake_n_routes;
 
@@ -157,6 +159,22 @@ int mesh_vm_add(struct wg_device *dev, const char *port, const struct ip_prefix 
 	fake_ports[p].cfg = c;
 	fake_vm_adds++;
 out:
+	pthread_mutex_unlock(&fake_lock);
+	return ret;
+}
+
+int mesh_lease_add(struct wg_device *dev, const struct mesh_lease *leases, size_t n,
+		   const char **why)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&fake_lock);
+	if (!fake_mesh.has_lease_key) {
+		*why = "the mesh has no lease key";
+		ret = -ENOKEY;
+	}
+	for (size_t i = 0; !ret && i < n && fake_n_leases < 16; i++)
+		fake_leases[fake_n_leases++] = leases[i];
 	pthread_mutex_unlock(&fake_lock);
 	return ret;
 }

@@ -21,6 +21,9 @@ extern unsigned int fake_adds, fake_dels;       /* port calls that changed somet
 extern unsigned int fake_vm_adds, fake_vm_dels; /* vm calls that succeeded */
 
 extern struct mesh_config fake_mesh;
+/* The leases mesh_lease_add took (refused without fake_mesh's lease key). */
+extern struct mesh_lease fake_leases[16];
+extern size_t fake_n_leases;
 extern struct mesh_stats fake_mesh_stats;
 extern struct mesh_route *fake_routes;       /* malloc'd by the test, or NULL */
 extern size_t fake_n_routes;

@@ -84,7 +84,7 @@ expect 2 "unknown word 'until'" "$WEFT" lease sign 10.0.0.1 "$HOLDER" until 5 < 
 expect 1 'private key on stdin: not a key' "$WEFT" lease sign 10.0.0.1 "$HOLDER" < /dev/null
 expect 1 'private key on stdin: not a key' "$WEFT" lease pubkey <<<"$PUB$PUB"
 expect 2 'takes no arguments' "$WEFT" lease pubkey "$(cat "$WORK/key")"
-expect 2 "is not a public key" "$WEFT" lease show "$LEASE" key nokey
+expect 1 "is not a public key" "$WEFT" lease show "$LEASE" key nokey
 expect 2 "unknown lease command 'verify'" "$WEFT" lease verify "$LEASE"
 expect 0 'weft lease sign ADDRESS HOLDER' "$WEFT" lease --help
 echo "lease_cli: PASS"

@@ -103,7 +103,7 @@ static void zero_counters(char *out, size_t cap)
 #define ZERO(name) o += (size_t)snprintf(out + o, cap - o, #name "=0\n");
 	MESH_COUNTERS(ZERO)
 #undef ZERO
-	snprintf(out + o, cap - o, "locations=0\npending=0\n");
+	snprintf(out + o, cap - o, "locations=0\npending=0\nleases=0\n");
 }
 
 static void test_vm_wire(void)
@@ -179,7 +179,20 @@ static void test_mesh_wire(void)
 	CHECK(replies("weft=mesh-set\nprefix=10.77.0.0/16\nprefix=fd78::/64\n\n", "errno=0\n\n"));
 	CHECK(fake_mesh.mode == MESH_UNICAST && fake_mesh.n_prefixes == 2);
 	CHECK(replies("weft=mesh-set\n\n",
-		      "message=nothing to set (want mode or prefix)\nerrno=22\n\n"));
+		      "message=nothing to set (want mode, prefix or lease_key)\nerrno=22\n\n"));
+	/* A lease key alone keeps the rest; none takes it away; the leases
+	 * need one. */
+	CHECK(replies("weft=lease-add\nlease=AAAA\n\n",
+		      "message=not a lease in base64\nerrno=22\n\n"));
+	CHECK(replies("weft=mesh-set\nlease_key=" "abababababababababababababababab"
+		      "abababababababababababababababab\n\n", "errno=0\n\n"));
+	CHECK(fake_mesh.has_lease_key && fake_mesh.lease_key[31] == 0xab &&
+	      fake_mesh.mode == MESH_UNICAST && fake_mesh.n_prefixes == 2);
+	CHECK(replies("weft=mesh-set\nlease_key=abab\n\n",
+		      "message=bad lease_key (want 64 hex digits or none)\nerrno=22\n\n"));
+	CHECK(fake_mesh.has_lease_key);
+	CHECK(replies("weft=mesh-set\nlease_key=none\n\n", "errno=0\n\n"));
+	CHECK(!fake_mesh.has_lease_key && fake_mesh.n_prefixes == 2);
 	CHECK(replies("weft=mesh-set\nmode=broadcast\n\n",
 		      "message=mode must be off, unicast or multicast\nerrno=22\n\n"));
 	CHECK(replies("weft=mesh-set\nprefix=10.0.0.0/8\nprefix=10.1.0.0/16\n\n",
@@ -203,7 +216,7 @@ static void test_mesh_wire(void)
 	got = exchange("weft=mesh-show\n\n");
 	CHECK(!strncmp(got, "mode=unicast\nprefix=10.77.0.0/16\nprefix=fd78::/64\nsolicit_sent=3\n",
 		       65));
-	CHECK(strstr(got, "\npending=1\nroutes_truncated=false\nroute=fd78::5/128\nholder="
+	CHECK(strstr(got, "\npending=1\nleases=0\nroutes_truncated=false\nroute=fd78::5/128\nholder="
 			  "abababababababababababababababababababababababababababababababab\n"
 			  "negative=false\nseq=9\nroute=10.77.0.9/32\nnegative=true\nseq=0\n"
 			  "errno=0\n\n"));
@@ -464,7 +477,8 @@ static void test_cli_mesh(void)
 	fake_routes[1].negative = true;
 	fake_n_routes = 2;
 	CHECK(run("mesh", "show", NULL) == 0);
-	CHECK(!strncmp(out, "mode: unicast\nprefixes: fd77::/64, 10.77.0.0/16\ncounters:\n", 56));
+	CHECK(!strncmp(out, "mode: unicast\nprefixes: fd77::/64, 10.77.0.0/16\n"
+			  "lease key: none (any member is believed)\ncounters:\n", 97));
 	CHECK(strstr(out, "  advert_received    4\n") && strstr(out, "  locations          1\n"));
 	CHECK(strstr(out, "routes:\n  fd77::5/128 -> AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=\n"
 			  "  10.77.0.9/32 -> negative\n"));

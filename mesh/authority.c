@@ -1,0 +1,185 @@
+/* Who may claim an address (docs/mesh.md, "Leases"): with a lease key set
+ * for the mesh, this host's own leases, which go with what it says of the
+ * addresses it holds, and the checks of the leases on what others say. The
+ * wire form and the signature are mesh/lease.c's; the rules of who is
+ * believed are mesh/mesh.c's handle, which asks these. */
+#include "mesh/mesh.h"
+#include "mesh/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "wg/clock.h"
+#include "wg/device.h"
+
+/* Whether the entry says that a host holds its address. */
+bool mesh_claims_holder(const struct mesh_note *n)
+{
+	return n->type == MESH_ANNOUNCE || n->type == MESH_MOVED || n->item.has_holder;
+}
+
+/* With a lease key: whether the entry's lease (checked by mesh_run) is for
+ * its address and names holder. */
+bool mesh_lease_backs(const struct mesh_note *n, const struct wg_peer *holder)
+{
+	const struct mesh_item *it = &n->item;
+	struct ip_prefix a = { .family = (uint8_t)it->family, .cidr = it->cidr };
+
+	memcpy(a.addr, it->addr, sizeof(a.addr));
+	return n->lease_valid && it->has_lease && mesh_lease_covers(&it->lease, &a) &&
+	       !memcmp(it->lease.holder, holder->public_key, WG_KEY_LEN);
+}
+
+/* Both locks held: a learned location whose lease expired (at wall-clock
+ * wall) is forgotten; the next packet to it asks again. */
+void mesh_forget_if_lease_expired(struct mesh *m, struct mesh_loc *l, uint64_t wall,
+				  uint64_t now)
+	WG_REQUIRES(m->lock, m->dev->lock)
+{
+	if (!l->lease || l->lease->expires > wall || !l->peer || l->state != LOC_RESOLVED)
+		return;
+	mesh_count(m, lease_expired, 1);
+	mesh_loc_unpublish(m, l);
+	mesh_loc_set_lease(l, NULL);
+	l->peer = NULL;
+	l->state = LOC_NONE;
+	l->deadline = now;
+	mesh_timed_add(m, l);
+}
+
+/* Marks the received entries whose lease key signed their lease and is
+ * valid now (none without a key). */
+void mesh_check_leases(struct mesh_note *in, size_t n, const uint8_t *key)
+{
+	uint64_t wall = wg_clock_realtime_ns();
+
+	for (size_t i = 0; i < n; i++)
+		in[i].lease_valid = key && in[i].item.has_lease &&
+				    mesh_lease_check(&in[i].item.lease, key, wall,
+						     MESH_LEASE_SKEW_NS) == MESH_LEASE_VALID;
+}
+
+
+void mesh_item_lease(struct mesh *m, struct mesh_item *it, const struct mesh_lease *lease)
+{
+	const uint8_t *holder = it->has_holder ? it->holder : mesh_self_key(m);
+
+	it->has_lease = false;
+	if (!m->cfg.has_lease_key || !lease || !holder ||
+	    memcmp(lease->holder, holder, WG_KEY_LEN) || lease->expires <= wg_clock_realtime_ns())
+		return;
+	it->has_lease = true;
+	it->lease = *lease;
+}
+
+bool mesh_loc_set_lease(struct mesh_loc *l, const struct mesh_lease *lease)
+{
+	if (!lease) {
+		free(l->lease);
+		l->lease = NULL;
+		return true;
+	}
+	if (!l->lease && !(l->lease = malloc(sizeof(*l->lease))))
+		return false;
+	*l->lease = *lease;
+	return true;
+}
+
+const struct mesh_lease *mesh_own_lease(struct mesh *m, int family, const uint8_t *addr)
+{
+	for (size_t i = 0; i < m->n_own; i++)
+		if (m->own[i].family == family && !memcmp(m->own[i].addr, addr, mesh_addr_len(family)))
+			return &m->own[i];
+	return NULL;
+}
+
+/* Why mesh_lease_add refuses a lease, or NULL. */
+static const char *refusal(struct mesh *m, const struct mesh_lease *l, uint64_t wall)
+	WG_REQUIRES(m->lock) WG_REQUIRES_SHARED(m->dev->lock)
+{
+	const uint8_t *self = mesh_self_key(m);
+
+	switch (mesh_lease_check(l, m->cfg.lease_key, wall, MESH_LEASE_SKEW_NS)) {
+	case MESH_LEASE_FORGED:
+		return "the lease is not signed by the mesh's lease key";
+	case MESH_LEASE_EARLY:
+		return "the lease is issued in the future";
+	case MESH_LEASE_EXPIRED:
+		return "the lease has expired";
+	case MESH_LEASE_VALID:
+		break;
+	}
+	if (!self || memcmp(l->holder, self, WG_KEY_LEN))
+		return "the lease names another host";
+	if (!mesh_in_prefixes(m, l->family, l->addr))
+		return "the lease's address is in no mesh prefix";
+	return NULL;
+}
+
+/* Drops this host's leases that expired. */
+static void drop_expired(struct mesh *m, uint64_t wall) WG_REQUIRES(m->lock)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < m->n_own; i++)
+		if (m->own[i].expires > wall)
+			m->own[k++] = m->own[i];
+	m->n_own = k;
+}
+
+int mesh_lease_add(struct wg_device *dev, const struct mesh_lease *leases, size_t n,
+		   const char **why)
+{
+	struct mesh *m = dev->mesh;
+	uint64_t wall = wg_clock_realtime_ns();
+	struct mesh_note *out;
+	size_t n_out, more = 0;
+	int err = 0;
+
+	mesh_lock(m);
+	if (!m->cfg.has_lease_key) {
+		*why = "the mesh has no lease key (weft mesh set lease-key KEY)";
+		err = -ENOKEY;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) { /* all of them, before any is kept */
+		if ((*why = refusal(m, &leases[i], wall))) {
+			err = -EINVAL;
+			goto out;
+		}
+		more += !mesh_own_lease(m, leases[i].family, leases[i].addr);
+	}
+	drop_expired(m, wall);
+	if (m->n_own + more > MESH_OWN_LEASES) {
+		*why = "this host would hold more than 4096 leases";
+		err = -ENOSPC;
+		goto out;
+	}
+	if (!m->own && !(m->own = calloc(MESH_OWN_LEASES, sizeof(*m->own)))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct mesh_lease *l = &leases[i];
+		struct mesh_lease *have = (struct mesh_lease *)mesh_own_lease(m, l->family, l->addr);
+		struct mesh_loc *loc;
+
+		if (have && !mesh_lease_newer(l, have))
+			continue; /* the one held is as new */
+		if (!have)
+			have = &m->own[m->n_own++];
+		*have = *l;
+		/* Registered here: the others hear it with its lease now. */
+		loc = mesh_loc_find(m, l->family, l->addr, (uint8_t)(mesh_addr_len(l->family) * 8));
+		if (loc && loc->local_seq && mesh_loc_set_lease(loc, have))
+			mesh_announce(m, loc, NULL);
+	}
+out:
+	out = mesh_take_notes(m, &n_out);
+	mesh_unlock(m);
+	mesh_send_notes(m, out, n_out);
+	free(out);
+	return err;
+}
