@@ -87,6 +87,13 @@ bool mesh_loc_set_lease(struct mesh_loc *l, const struct mesh_lease *lease)
 	return true;
 }
 
+const struct mesh_lease *mesh_known_lease(struct mesh *m, const struct mesh_loc *l)
+{
+	const struct mesh_lease *own = l->local_seq ? mesh_own_lease(m, l->family, l->addr) : NULL;
+
+	return own ? own : l->lease;
+}
+
 const struct mesh_lease *mesh_own_lease(struct mesh *m, int family, const uint8_t *addr)
 {
 	for (size_t i = 0; i < m->n_own; i++)
@@ -173,7 +180,7 @@ int mesh_lease_add(struct wg_device *dev, const struct mesh_lease *leases, size_
 		*have = *l;
 		/* Registered here: the others hear it with its lease now. */
 		loc = mesh_loc_find(m, l->family, l->addr, (uint8_t)(mesh_addr_len(l->family) * 8));
-		if (loc && loc->local_seq && mesh_loc_set_lease(loc, have))
+		if (loc && loc->local_seq)
 			mesh_announce(m, loc, NULL);
 	}
 out:

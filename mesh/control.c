@@ -156,8 +156,7 @@ void mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, size
 		if (!l)
 			continue;
 		l->local_seq = mesh_next_seq(m);
-		mesh_loc_set_lease(l, mesh_own_lease(m, a->family, a->addr));
-		if (m->cfg.has_lease_key && !l->lease) {
+		if (m->cfg.has_lease_key && !mesh_own_lease(m, a->family, a->addr)) {
 			char text[IP_PREFIX_STRLEN];
 
 			ip_prefix_format(a, text);
@@ -183,7 +182,7 @@ void mesh_local_added(struct wg_device *dev, const struct ip_prefix *addrs, size
 			/* We are the home: the previous holder learns it here. */
 			mesh_item_of(l, &it);
 			mesh_item_holder(&it, mesh_self_key(m), l->local_seq);
-			mesh_item_lease(m, &it, l->lease);
+			mesh_item_lease(m, &it, mesh_own_lease(m, a->family, a->addr));
 			mesh_note_add(m, l->peer->public_key, false, MESH_MOVED, &it);
 			mesh_count(m, moved_sent, 1);
 		} else {

@@ -227,6 +227,11 @@ bool mesh_loc_set_lease(struct mesh_loc *l, const struct mesh_lease *lease);
 /* This host's lease for a host address, or NULL. */
 const struct mesh_lease *mesh_own_lease(struct mesh *m, int family, const uint8_t *addr)
 	WG_REQUIRES(m->lock);
+/* The lease a claim about l's address must not be older than: this host's
+ * for an address registered here (if it has one), else that of l's holder
+ * (l->lease: kept after the holder is forgotten, so a replay stays old). */
+const struct mesh_lease *mesh_known_lease(struct mesh *m, const struct mesh_loc *l)
+	WG_REQUIRES(m->lock);
 /* Whether a received entry says that a host holds its address. */
 bool mesh_claims_holder(const struct mesh_note *n);
 /* With a lease key: whether the entry's lease (checked by

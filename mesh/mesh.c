@@ -135,14 +135,15 @@ static struct wg_peer *learn(struct mesh *m, struct mesh_loc *l, struct wg_peer 
 	WG_REQUIRES(m->lock, m->dev->lock)
 {
 	struct wg_peer *old = l->peer;
+	const struct mesh_lease *known = mesh_known_lease(m, l);
 	bool newer = false;
 
-	if (lease && l->lease) {
-		if (mesh_lease_newer(l->lease, lease)) {
+	if (lease && known) {
+		if (mesh_lease_newer(known, lease)) {
 			mesh_count(m, refused_lease, 1); /* replayed, or late */
 			return NULL;
 		}
-		newer = mesh_lease_newer(lease, l->lease);
+		newer = mesh_lease_newer(lease, known);
 	}
 	if (!newer && l->peer && seq < l->seq)
 		return NULL; /* older news */
@@ -217,18 +218,22 @@ static void answer(struct mesh *m, const uint8_t *from, const struct mesh_item *
 {
 	struct mesh_loc *l = mesh_loc_find(m, it->family, it->addr, it->cidr);
 	bool local = is_local(m, it->family, it->addr);
+	const struct mesh_lease *lease = NULL;
 	struct mesh_item out = *it;
 
 	mesh_count(m, solicit_received, 1);
-	if (local && (!l || !l->peer || l->local_seq >= l->seq))
+	if (local && (!l || !l->peer || l->local_seq >= l->seq)) {
 		mesh_item_holder(&out, mesh_self_key(m), l && l->local_seq ? l->local_seq : 1);
-	else if (atomic_load(&m->mode) == MESH_MULTICAST)
+		lease = mesh_own_lease(m, it->family, it->addr);
+	} else if (atomic_load(&m->mode) == MESH_MULTICAST) {
 		return; /* only the holder answers */
-	else if (l && l->peer) /* resolved (or being re-checked): as the home */
+	} else if (l && l->peer) { /* resolved (or being re-checked): as the home */
 		mesh_item_holder(&out, l->peer->public_key, l->seq);
-	else
+		lease = l->lease;
+	} else {
 		mesh_item_holder(&out, NULL, 0);
-	mesh_item_lease(m, &out, out.has_holder && l ? l->lease : NULL);
+	}
+	mesh_item_lease(m, &out, lease);
 	mesh_note_add(m, from, false, MESH_ADVERT, &out);
 	mesh_count(m, advert_sent, 1);
 }
@@ -379,9 +384,9 @@ static void handle(struct mesh *m, struct wg_peer *from, const struct mesh_note 
 		 * its lease, which the new holder is shown. */
 		old = l->peer;
 		prev_seq = old ? l->seq : l->local_seq;
-		had_lease = l->lease;
+		had_lease = mesh_known_lease(m, l);
 		if (had_lease)
-			prev_lease = *l->lease;
+			prev_lease = *mesh_known_lease(m, l);
 		learn(m, l, holder, it->seq, lease, now);
 		if (n->type == MESH_ANNOUNCE && atomic_load(&m->mode) == MESH_UNICAST &&
 		    l->peer == holder && old != holder && (old || prev_seq) &&
@@ -464,7 +469,7 @@ void mesh_announce(struct mesh *m, struct mesh_loc *l, const struct wg_peer *onl
 
 	mesh_item_of(l, &it);
 	mesh_item_holder(&it, NULL, l->local_seq);
-	mesh_item_lease(m, &it, l->lease);
+	mesh_item_lease(m, &it, mesh_own_lease(m, l->family, l->addr));
 	if (atomic_load(&m->mode) == MESH_MULTICAST) {
 		mesh_note_add(m, only ? only->public_key : NULL, !only, MESH_ANNOUNCE, &it);
 		mesh_count(m, announce_sent, only ? 1 : m->dev->n_peers);

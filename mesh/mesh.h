@@ -46,8 +46,9 @@ struct mesh_loc {
 	uint64_t deadline;          /* pending: next solicit; negative: forget */
 	uint64_t asked_at;          /* pending: when the lookup started */
 	uint64_t confirmed;         /* learned: when an answer last said so */
-	struct mesh_lease *lease;   /* with a lease key: the holder's (malloc'd),
-				     * or this host's for a local VM */
+	struct mesh_lease *lease;   /* with a lease key: the lease of the last
+				     * peer that held it (malloc'd); this host's
+				     * own are in struct mesh's own */
 	struct mesh_loc *hash_next;
 	struct mesh_loc *timed_next; /* on the list of pending and negative records */
 	struct wg_pkt_queue out;    /* packets to it, waiting for an answer */

@@ -191,9 +191,9 @@ void mesh_forget(struct mesh *m)
 				mesh_loc_free(m, l); /* *pp is the next one now */
 				continue;
 			}
-			/* Ours: registered, nothing pending, our lease. */
+			/* Ours: registered, nothing pending, no holder's lease. */
 			mesh_loc_drop_queues(m, l);
-			mesh_loc_set_lease(l, mesh_own_lease(m, l->family, l->addr));
+			mesh_loc_set_lease(l, NULL);
 			l->peer = l->prev = NULL;
 			l->state = LOC_NONE;
 			pp = &l->hash_next;

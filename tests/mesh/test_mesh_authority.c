@@ -236,11 +236,11 @@ static void test_own(void)
 	mesh_local_added(dev, &x, 1);
 	mesh_lock(dev->mesh);
 	l = mesh_loc_find(dev->mesh, x.family, x.addr, x.cidr);
-	CHECK(l && l->local_seq && l->lease);
-	same_lease(l->lease, &newer);
+	CHECK(l && l->local_seq && !l->lease && mesh_own_lease(dev->mesh, x.family, x.addr));
+	same_lease(mesh_known_lease(dev->mesh, l), &newer);
 	mesh_item_of(l, &it);
 	mesh_item_holder(&it, NULL, l->local_seq);
-	mesh_item_lease(dev->mesh, &it, l->lease);
+	mesh_item_lease(dev->mesh, &it, mesh_own_lease(dev->mesh, x.family, x.addr));
 	CHECK(it.has_lease);
 	same_lease(&it.lease, &newer);
 	mesh_unlock(dev->mesh);
