@@ -13,7 +13,9 @@
  * same records. Messages are built with mesh_msg_build, so every one parses:
  * the parser has its own target (fuzz_mesh_msg).
  *
- * Input: a mode byte (bit 0: multicast discovery), then operations, each an
+ * Input: a mode byte (bit 0: multicast discovery; bit 1: a lease key, and
+ * then every claim in a message reads one more byte: which lease goes with
+ * it, valid or broken in one way, pick_lease), then operations, each an
  * opcode byte and its argument bytes (OP_* below; missing bytes read 0).
  *
  * After every operation, with both locks held, the invariants:
@@ -32,7 +34,9 @@
  *    address, from the messages that reached the mesh thread: an ANNOUNCE
  *    from the holder itself, an ADVERT from the home host (unicast) or the
  *    holder itself (multicast), a MOVED from the home host, a NOT_HERE
- *    naming it from a host that may hold the address;
+ *    naming it from a host that may hold the address; with a lease key,
+ *    only a claim whose lease was valid for it; and then every holder's
+ *    record keeps the lease that names it for its address;
  *  - a packet mesh_receive lets through has a source of the peer it came
  *    from (a static allowed IP, a record whose holder is the peer, or was
  *    until a move less than GRACE_MS ago), or was forwarded by the host one
@@ -47,7 +51,9 @@
 
 #include <sodium.h>
 
+#include "crypto/ed25519.h"
 #include "mesh/internal.h"
+#include "mesh/lease.h"
 #include "mesh/mesh.h"
 #include "mesh/msg.h"
 #include "mesh/rendezvous.h"
@@ -104,6 +110,7 @@ struct note {
 	int from;
 	enum mesh_type type;
 	struct mesh_item item;
+	bool lease_signed; /* a lease signed by the lease key went with it */
 };
 
 static struct {
@@ -111,6 +118,9 @@ static struct {
 	uint8_t self_priv[WG_KEY_LEN], self_pub[WG_KEY_LEN];
 	uint8_t peer_pub[N_PEERS][WG_KEY_LEN];
 	uint8_t stranger[WG_KEY_LEN];
+	bool lease_mode;
+	uint8_t lease_seed[ED25519_SEED_SIZE], forge_seed[ED25519_SEED_SIZE];
+	uint8_t lease_key[MESH_LEASE_KEY_SIZE];
 	bool present[N_PEERS];
 	struct rt_hop port_hop; /* RT_HOP_PORT: what a local VM's entry points at */
 	bool local[2][N_ADDRS + 1];
@@ -342,6 +352,19 @@ NO_COVERAGE static int item_pool(const struct mesh_item *it)
 	return -1;
 }
 
+/* Lease mode: whether the note's lease, signed by the lease key, is for
+ * its address, names holder, and is valid at the round's wall clock
+ * (issued at most MESH_LEASE_SKEW_NS ahead, not expired). */
+static bool lease_good(const struct note *n, int holder)
+{
+	const struct mesh_lease *l = &n->item.lease;
+
+	return n->lease_signed && n->item.has_lease && l->family == n->item.family &&
+	       !memcmp(l->addr, n->item.addr, 16) &&
+	       !memcmp(l->holder, g.peer_pub[holder], WG_KEY_LEN) &&
+	       l->issued <= g.real + 10 * NSEC_PER_SEC && l->expires > g.real;
+}
+
 /* The model of "Who is believed": what the round about to run may let a
  * holder take, from the notes that reached the inbox (an over-estimate:
  * the thread also checks that it asked, and whom it records). */
@@ -356,7 +379,7 @@ static void model_round(void)
 		    it->seq > g.real + SEQ_AHEAD_MS * NSEC_PER_MSEC)
 			continue;
 		holder = it->has_holder ? key_index(it->holder) : n->from;
-		if (holder < 0)
+		if (holder < 0 || (g.lease_mode && !lease_good(n, holder)))
 			continue;
 		home = home_of(it);
 		switch (n->type) {
@@ -448,6 +471,14 @@ NO_COVERAGE static void check_state(struct mesh *m) WG_REQUIRES(m->dev->lock, m-
 				a = item_pool(&it);
 				CHECK(a >= 0 && who >= 0);
 				CHECK(g.may_hold[fam_index(l->family)][a][who]);
+				if (g.lease_mode) {
+					struct ip_prefix host = { .family = (uint8_t)l->family,
+								  .cidr = l->cidr };
+
+					memcpy(host.addr, l->addr, 16);
+					CHECK(l->lease && mesh_lease_covers(l->lease, &host));
+					CHECK(!memcmp(l->lease->holder, l->peer->public_key, WG_KEY_LEN));
+				}
 			}
 		}
 	}
@@ -509,6 +540,8 @@ static void set_mode(enum mesh_mode mode)
 
 	cfg.prefixes[0] = (struct ip_prefix){ .family = AF_INET, .cidr = 16, .addr = { 10, 77 } };
 	cfg.prefixes[1] = (struct ip_prefix){ .family = AF_INET6, .cidr = 64, .addr = { 0xfd, 0x77 } };
+	cfg.has_lease_key = g.lease_mode;
+	memcpy(cfg.lease_key, g.lease_key, sizeof(cfg.lease_key));
 	CHECK(mesh_set(g.dev, &cfg) == 0);
 	g.mode = mode;
 }
@@ -540,6 +573,46 @@ static void pick_holder(struct mesh_item *it, uint8_t sel)
 		memcpy(it->holder, g.stranger, WG_KEY_LEN);
 }
 
+/* Lease mode: the lease that goes with a claim of it (sel: none, valid,
+ * naming another host, forged, expired, issued in the future, for another
+ * address; the round may run when the future has come); whether the lease
+ * key signed it. */
+static bool pick_lease(struct mesh_item *it, int from, uint8_t sel)
+{
+	struct mesh_lease *l = &it->lease;
+	const uint8_t *holder = it->has_holder ? it->holder : g.peer_pub[from];
+	unsigned int kind = sel % 8, age = sel >> 3;
+
+	it->has_lease = kind != 0;
+	if (!kind)
+		return false;
+	memset(l, 0, sizeof(*l));
+	l->family = it->family;
+	memcpy(l->addr, it->addr, 16);
+	memcpy(l->holder, holder, WG_KEY_LEN);
+	/* Valid for 30 s to 2 min, issued up to 31 s ago: later ones newer. */
+	l->issued = g.real - (uint64_t)age * NSEC_PER_SEC;
+	l->expires = l->issued + (1 + age % 4) * 30 * NSEC_PER_SEC;
+	switch (kind) {
+	case 3:
+		memcpy(l->holder, g.peer_pub[(from + 1) % N_PEERS], WG_KEY_LEN);
+		break;
+	case 5:
+		l->issued = g.real - 120 * NSEC_PER_SEC;
+		l->expires = g.real - 60 * NSEC_PER_SEC;
+		break;
+	case 6:
+		l->issued = g.real + 60 * NSEC_PER_SEC;
+		l->expires = l->issued + 60 * NSEC_PER_SEC;
+		break;
+	case 7:
+		l->addr[l->family == AF_INET ? 3 : 15] ^= 1;
+		break;
+	}
+	mesh_lease_sign(l, kind == 4 ? g.forge_seed : g.lease_seed);
+	return kind != 4;
+}
+
 static void mask(uint8_t *addr, int family, uint8_t cidr)
 {
 	size_t len = family == AF_INET ? 4 : 16;
@@ -558,7 +631,8 @@ static void op_msg(struct cursor *c)
 {
 	int from = next(c) % N_PEERS;
 	struct mesh_msg msg = { .type = (enum mesh_type)(1 + next(c) % 5) };
-	uint8_t buf[MESH_IP6_HLEN + sizeof(struct mesh_hdr) + 3 * sizeof(struct mesh_entry)];
+	uint8_t buf[MESH_MAX_PACKET];
+	bool good[3] = { false };
 	size_t len;
 	struct wg_peer *p;
 
@@ -588,6 +662,9 @@ static void op_msg(struct cursor *c)
 			else if (!it->has_holder)
 				pick_holder(it, (uint8_t)(3 + (from + 1) % N_PEERS));
 		}
+		if (g.lease_mode && msg.type != MESH_SOLICIT &&
+		    (it->has_holder || msg.type == MESH_ANNOUNCE))
+			good[i] = pick_lease(it, from, next(c));
 	}
 	len = mesh_msg_build(&msg, buf, sizeof(buf));
 	CHECK(len);
@@ -596,7 +673,7 @@ static void op_msg(struct cursor *c)
 	if (p && mesh_enabled(g.dev)) {
 		mesh_received(g.dev, p, buf, (uint32_t)len);
 		for (size_t i = 0; i < msg.count && g.n_notes < MAX_NOTES; i++)
-			g.notes[g.n_notes++] = (struct note){ from, msg.type, msg.items[i] };
+			g.notes[g.n_notes++] = (struct note){ from, msg.type, msg.items[i], good[i] };
 	}
 	wg_rwlock_unlock(&g.dev->lock);
 }
@@ -836,6 +913,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		}
 	}
 	memset(g.stranger, 0x5a, sizeof(g.stranger));
+	memset(g.lease_seed, 0x4c, sizeof(g.lease_seed));
+	memset(g.forge_seed, 0x46, sizeof(g.forge_seed));
+	ed25519_public(g.lease_key, g.lease_seed);
 	cfg.has_private_key = true;
 	memcpy(cfg.private_key, g.self_priv, WG_KEY_LEN);
 	CHECK(wg_device_set(g.dev, &cfg) == 0);
@@ -901,8 +981,10 @@ static void trace_counters(void)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct cursor c = { data, data + size };
+	uint8_t mode = next(&c);
 
-	reset(next(&c) & 1 ? MESH_MULTICAST : MESH_UNICAST);
+	g.lease_mode = mode & 2;
+	reset(mode & 1 ? MESH_MULTICAST : MESH_UNICAST);
 	check();
 	for (int ops = 0; c.p < c.end && ops < MAX_OPS; ops++) {
 		switch ((enum op)(next(&c) % N_OPS)) {
@@ -914,12 +996,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case OP_RUN: op_run(); break;
 		case OP_VM: op_vm(&c); break;
 		case OP_PEER: op_peer(&c); break;
-		case OP_MODE: {
-			uint8_t mode = next(&c) % 3;
-
-			set_mode((enum mesh_mode)mode);
+		case OP_MODE:
+			set_mode((enum mesh_mode)(next(&c) % 3));
 			break;
-		}
 		case OP_RELEASED: op_released(); break;
 		case N_OPS: break;
 		}
