@@ -66,8 +66,11 @@ static int read_seed(uint8_t seed[ED25519_SEED_SIZE])
 {
 	char *text = NULL;
 	size_t len = 0;
-	int ret = cli_read_file("-", KEY_INPUT_MAX, &text, &len);
+	int ret;
 
+	/* Unbuffered: no copy of the key stays in stdio's buffer. */
+	setvbuf(stdin, NULL, _IONBF, 0);
+	ret = cli_read_file("-", KEY_INPUT_MAX, &text, &len);
 	if (ret)
 		return cli_fail("reading the private key on stdin: %s", strerror(-ret));
 	ret = len > KEY_INPUT_MAX ? -EINVAL : mesh_lease_parse_key(text, len, seed);

@@ -3,6 +3,10 @@
  * verify, nor does a small-order public key. */
 #include "crypto/ed25519.h"
 
+#include <string.h>
+
+#include <sodium.h>
+
 #include "check.h"
 
 struct vector {
@@ -64,15 +68,16 @@ static void test_generated(void)
 	CHECK(!ed25519_verify(sig, msg, sizeof(msg), pb));
 }
 
-/* The identity point (a small-order key) would accept forged signatures
- * from a verifier that does not refuse it. */
+/* The identity point as the public key A (a small-order key): for it,
+ * [S]B = R + [k]A holds for R = [s]B and S = s whatever the message, so a
+ * verifier that did not refuse small-order keys would take this forgery. */
 static void test_small_order_key(void)
 {
-	uint8_t pub[32] = { 1 }, sig[64] = { 1 };
+	uint8_t pub[32] = { 1 }, sig[64] = { 0 }, s[32] = { 7 };
 	static const uint8_t msg[] = "x";
 
-	CHECK(!ed25519_verify(sig, msg, sizeof(msg), pub));
-	memset(sig, 0, sizeof(sig));
+	CHECK(crypto_scalarmult_ed25519_base_noclamp(sig, s) == 0); /* R = [7]B */
+	memcpy(sig + 32, s, 32);                                     /* S = 7 */
 	CHECK(!ed25519_verify(sig, msg, sizeof(msg), pub));
 }
 
