@@ -232,6 +232,9 @@ static void test_set(void)
 		{ "prefix=10.0.0.0/8\nprefix=10.1.0.0/16\n", -EINVAL, "overlaps" },
 		{ "prefixes=fd77::/64\n", -EINVAL, "unknown key" },
 		{ "mode\n", -EPROTO, "without '='" },
+		{ "lease_key=abcd\n", -EINVAL, "bad lease_key" },
+		{ "lease_key=None\n", -EINVAL, "bad lease_key" },
+		{ "lease_key=none\nlease_key=none\n", -EINVAL, "key given twice" },
 	};
 	struct mesh_text_set set;
 	struct mesh_config cfg = { .mode = MESH_MULTICAST, .n_prefixes = 1 };
@@ -270,6 +273,52 @@ static void test_set(void)
 	mesh_text_apply_set(&set, &cfg);
 	CHECK(cfg.mode == MESH_OFF && cfg.n_prefixes == 2 &&
 	      addr_is(&cfg.prefixes[0], "10.7.0.0/16") && addr_is(&cfg.prefixes[1], "fd79::/64"));
+
+	/* A lease key alone keeps the rest; none takes it away. */
+	o = (size_t)sprintf(body, "lease_key=");
+	for (int i = 0; i < 32; i++)
+		o += (size_t)sprintf(body + o, "%02x", i + 0xa0);
+	CHECK(mesh_text_parse_set(body, o, &set, &why) == 0 && set.set_lease_key &&
+	      set.has_lease_key && set.lease_key[0] == 0xa0 && set.lease_key[31] == 0xbf);
+	mesh_text_apply_set(&set, &cfg);
+	CHECK(cfg.has_lease_key && cfg.lease_key[31] == 0xbf && cfg.n_prefixes == 2);
+	CHECK(mesh_text_parse_set(S("mode=unicast"), &set, &why) == 0 && !set.set_lease_key);
+	mesh_text_apply_set(&set, &cfg);
+	CHECK(cfg.has_lease_key && cfg.mode == MESH_UNICAST);
+	CHECK(mesh_text_parse_set(S("lease_key=none"), &set, &why) == 0 && set.set_lease_key &&
+	      !set.has_lease_key);
+	mesh_text_apply_set(&set, &cfg);
+	CHECK(!cfg.has_lease_key && cfg.mode == MESH_UNICAST);
+}
+
+/* ---- lease-add ----------------------------------------------------------- */
+
+static void test_lease_request(void)
+{
+	struct mesh_text_lease_request *r = malloc(sizeof(*r));
+	struct mesh_lease l = { .family = AF_INET6, .issued = 1, .expires = 2 };
+	char text[MESH_LEASE_TEXT_LEN], body[17 * (MESH_LEASE_TEXT_LEN + 8)];
+	const char *why;
+	size_t o = 0;
+
+	CHECK(r);
+	inet_pton(AF_INET6, "fd77::9", l.addr);
+	memset(l.holder, 0x42, sizeof(l.holder));
+	mesh_lease_format(&l, text);
+	for (int i = 0; i < MESH_TEXT_MAX_LEASES; i++)
+		o += (size_t)sprintf(body + o, "lease=%s\n", text);
+	CHECK(mesh_text_parse_lease_request(body, o, r, &why) == 0 && r->n == 16);
+	CHECK(r->leases[15].family == AF_INET6 && r->leases[15].holder[0] == 0x42);
+	o += (size_t)sprintf(body + o, "lease=%s\n", text);
+	CHECK(mesh_text_parse_lease_request(body, o, r, &why) == -EINVAL && strstr(why, "too many") &&
+	      r->n == 0);
+	CHECK(mesh_text_parse_lease_request(S(""), r, &why) == -EINVAL && strstr(why, "no lease"));
+	CHECK(mesh_text_parse_lease_request(S("lease=AAAA\n"), r, &why) == -EINVAL &&
+	      strstr(why, "not a lease"));
+	CHECK(mesh_text_parse_lease_request(S("leases=x\n"), r, &why) == -EINVAL &&
+	      strstr(why, "unknown key"));
+	CHECK(mesh_text_parse_lease_request(S("lease\n"), r, &why) == -EPROTO);
+	free(r);
 }
 
 /* ---- mesh-show --------------------------------------------------------- */
@@ -327,8 +376,21 @@ static void test_show(void)
 	      addr_is(&show.cfg.prefixes[1], "10.77.0.0/16"));
 	CHECK(!memcmp(&show.stats, &st, sizeof(st)));
 	CHECK(show.n_routes == 2 && !show.truncated && !memcmp(show.routes, routes, sizeof(routes)));
+	CHECK(!show.cfg.has_lease_key);
 	mesh_text_show_free(&show);
 	free(text);
+
+	/* The lease key, after the prefixes, and back. */
+	cfg.has_lease_key = true;
+	memset(cfg.lease_key, 0xc3, sizeof(cfg.lease_key));
+	CHECK(mesh_text_format_show(&cfg, &st, routes, 0, false, &text, &len) == 0);
+	CHECK(strstr(text, "prefix=10.77.0.0/16\nlease_key=c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3"
+			   "c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3\nsolicit_sent="));
+	CHECK(mesh_text_parse_show(text, len, &show, &why) == 0 && show.cfg.has_lease_key &&
+	      !memcmp(show.cfg.lease_key, cfg.lease_key, 32));
+	mesh_text_show_free(&show);
+	free(text);
+	cfg.has_lease_key = false;
 
 	/* A newer daemon's keys are skipped, in the header and in a route. */
 	CHECK(mesh_text_parse_show(S("flux=1\nmode=off\nroute=fd77::1\nnegative=true\ncolour=red\n"), &show, &why) == 0);
@@ -432,6 +494,10 @@ static void test_config(void)
 		{ "[Mesh]\nPrefix = fd77::/64\n", 1, -EINVAL, "no Mode" },
 		{ "\n[Mesh]\nMode = unicast\n", 2, -EINVAL, "at least one Prefix" },
 		{ "[Mesh]\nMode = off\nPrefix = fd77::/64 # x\0y\n", 3, -EINVAL, "NUL" },
+		{ "[Mesh]\nMode = off\nLeaseKey = abc\n", 3, -EINVAL, "LeaseKey must be" },
+		{ "[Mesh]\nMode = off\nLeaseKey = AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=\n"
+		  "LeaseKey = AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=\n", 4, -EINVAL,
+		  "LeaseKey given twice" },
 	};
 	struct mesh_config cfg;
 	char *big;
@@ -443,8 +509,13 @@ static void test_config(void)
 	CHECK(cfg.mode == MESH_MULTICAST && cfg.n_prefixes == 3 &&
 	      addr_is(&cfg.prefixes[0], "fd77::/64") && addr_is(&cfg.prefixes[1], "10.77.0.0/16") &&
 	      addr_is(&cfg.prefixes[2], "fd78::/64"));
+	CHECK(!cfg.has_lease_key);
 	CHECK(mesh_text_parse_config(S("[Mesh]\nMode = off"), &cfg, &line, &why) == 0 &&
 	      cfg.mode == MESH_OFF && cfg.n_prefixes == 0);
+	CHECK(mesh_text_parse_config(S("[Mesh]\nMode = off\nleasekey = "
+				       "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=\n"),
+				     &cfg, &line, &why) == 0 &&
+	      cfg.has_lease_key && cfg.lease_key[0] == 1 && cfg.lease_key[31] == 32);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		/* The NUL case is measured by hand. */
 		size_t len = strlen(bad[i].text);
@@ -833,6 +904,7 @@ int main(void)
 	test_values();
 	test_vm_request();
 	test_set();
+	test_lease_request();
 	test_show();
 	test_config();
 	test_vm_file();
