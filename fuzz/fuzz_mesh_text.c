@@ -2,7 +2,8 @@
  * functions weftd calls on every weft=vm-add / vm-del / mesh-set body and
  * on a mesh config file, and the CLI on every mesh-show reply and VM file.
  * The first byte picks the parser (0 vm-add, 1 vm-del, 2 mesh-set,
- * 3 mesh-show reply, 4 mesh config file, 5 VM file), the rest is its text,
+ * 3 mesh-show reply, 4 mesh config file, 5 VM file; any other value modulo
+ * 6, but 6 itself: a lease-add body), the rest is its text,
  * in an exact-size copy so ASan sees any read past the end.
  *
  * What parses formats back to text that parses to the same values; what
@@ -72,10 +73,10 @@ static void check_set(const char *text, size_t len)
 	struct text_buf tb = { 0 };
 
 	if (mesh_text_parse_set(text, len, &a, &why)) {
-		CHECK(why && !a.has_mode && !a.n_prefixes);
+		CHECK(why && !a.has_mode && !a.n_prefixes && !a.set_lease_key);
 		return;
 	}
-	CHECK(a.has_mode || a.n_prefixes);
+	CHECK(a.has_mode || a.n_prefixes || a.set_lease_key);
 	CHECK(!a.has_mode || mesh_text_mode_name(a.mode));
 	if (a.has_mode)
 		text_buf_printf(&tb, "mode=%s\n", mesh_text_mode_name(a.mode));
@@ -83,10 +84,20 @@ static void check_set(const char *text, size_t len)
 		ip_prefix_format(&a.prefixes[i], s);
 		text_buf_printf(&tb, "prefix=%s\n", s);
 	}
+	if (a.set_lease_key && !a.has_lease_key)
+		text_buf_printf(&tb, "lease_key=none\n");
+	if (a.has_lease_key) {
+		text_buf_printf(&tb, "lease_key=");
+		for (size_t i = 0; i < 32; i++)
+			text_buf_printf(&tb, "%02X", a.lease_key[i]); /* either case */
+		text_buf_printf(&tb, "\n");
+	}
 	CHECK(text_buf_finish(&tb, &t, &tl) == 0);
 	CHECK(mesh_text_parse_set(t, tl, &b, &why) == 0);
 	CHECK(a.has_mode == b.has_mode && (!a.has_mode || a.mode == b.mode) &&
 	      a.n_prefixes == b.n_prefixes && same_list(a.prefixes, b.prefixes, a.n_prefixes));
+	CHECK(a.set_lease_key == b.set_lease_key && a.has_lease_key == b.has_lease_key &&
+	      (!a.has_lease_key || !memcmp(a.lease_key, b.lease_key, 32)));
 	free(t);
 	mesh_text_apply_set(&a, &cfg);
 	CHECK(cfg.mode == (a.has_mode ? a.mode : MESH_MULTICAST));
@@ -118,6 +129,8 @@ static void check_show(const char *text, size_t len)
 	CHECK(a.cfg.mode == b.cfg.mode && a.cfg.n_prefixes == b.cfg.n_prefixes &&
 	      same_list(a.cfg.prefixes, b.cfg.prefixes, a.cfg.n_prefixes));
 	CHECK(!memcmp(&a.stats, &b.stats, sizeof(a.stats)) && a.truncated == b.truncated);
+	CHECK(a.cfg.has_lease_key == b.cfg.has_lease_key &&
+	      (!a.cfg.has_lease_key || !memcmp(a.cfg.lease_key, b.cfg.lease_key, 32)));
 	CHECK(a.n_routes == b.n_routes);
 	for (size_t i = 0; i < a.n_routes; i++)
 		CHECK(same_route(&a.routes[i], &b.routes[i]));
@@ -146,10 +159,51 @@ static void check_config(const char *text, size_t len)
 		ip_prefix_format(&a.prefixes[i], s);
 		text_buf_printf(&tb, "Prefix = %s\n", s);
 	}
+	if (a.has_lease_key) {
+		char key[MESH_TEXT_KEY_LEN];
+
+		mesh_text_key_base64(a.lease_key, key);
+		text_buf_printf(&tb, "LeaseKey = %s\n", key);
+	}
 	CHECK(text_buf_finish(&tb, &t, &tl) == 0);
 	CHECK(mesh_text_parse_config(t, tl, &b, &line, &why) == 0);
 	CHECK(a.mode == b.mode && a.n_prefixes == b.n_prefixes &&
 	      same_list(a.prefixes, b.prefixes, a.n_prefixes));
+	CHECK(a.has_lease_key == b.has_lease_key &&
+	      (!a.has_lease_key || !memcmp(a.lease_key, b.lease_key, 32)));
+	free(t);
+}
+
+/* A lease-add body: what parses formats back (one lease=TEXT line each)
+ * to the same leases, byte for byte; what fails keeps none. */
+static void check_lease_request(const char *text, size_t len)
+{
+	static struct mesh_text_lease_request a, b;
+	struct text_buf tb = { 0 };
+	const char *why = NULL;
+	char *t = NULL;
+	size_t tl = 0;
+
+	if (mesh_text_parse_lease_request(text, len, &a, &why)) {
+		CHECK(why && a.n == 0);
+		return;
+	}
+	CHECK(a.n >= 1 && a.n <= MESH_TEXT_MAX_LEASES);
+	for (size_t i = 0; i < a.n; i++) {
+		char lt[MESH_LEASE_TEXT_LEN];
+
+		mesh_lease_format(&a.leases[i], lt);
+		text_buf_printf(&tb, "lease=%s\n", lt);
+	}
+	CHECK(text_buf_finish(&tb, &t, &tl) == 0);
+	CHECK(mesh_text_parse_lease_request(t, tl, &b, &why) == 0 && b.n == a.n);
+	for (size_t i = 0; i < a.n; i++) {
+		uint8_t wa[MESH_LEASE_SIZE], wb[MESH_LEASE_SIZE];
+
+		mesh_lease_encode(&a.leases[i], wa);
+		mesh_lease_encode(&b.leases[i], wb);
+		CHECK(!memcmp(wa, wb, sizeof(wa)));
+	}
 	free(t);
 }
 
@@ -281,7 +335,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!text)
 		return 0;
 	memcpy(text, data + 1, size - 1);
-	switch (data[0] % 6) {
+	switch (data[0] == 6 ? 6 : data[0] % 6) {
 	case 0:
 		check_vm_request(text, size - 1, true);
 		break;
@@ -299,6 +353,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 5:
 		check_vm_file(text, size - 1);
+		break;
+	case 6:
+		check_lease_request(text, size - 1);
 		break;
 	}
 	free(text);
