@@ -23,7 +23,12 @@
 # (only LEARN_BURST are learned). Each is refused and counted by its
 # reason, h2 still routes X to h1, and Y pings X without a loss. And
 # neither wg set nor weft mesh set lets an allowed IP and a mesh prefix
-# overlap.
+# overlap. Last, with a lease key on h1 and h2 (docs/mesh.md, "Leases"):
+# X and Y are reachable once their hosts hold their leases, and h3's
+# claims of X are refused as refused_lease without a lease, with a forged
+# one, with h1's, with one for another address, with an expired one, and
+# with its own older lease replayed at the largest stamp allowed; h2 still
+# routes X to h1, and Y pings X without a loss.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/mesh_lib.sh"
 lib_init "$@"
@@ -165,4 +170,43 @@ log "h2 learned $((locs - locs0)) of the 40,000 claimed (budget $budget); learn_
 out=$(ip netns exec "$VMY" ping -n -q -c 20 -i 0.02 -W "$HANG_SECS" "$X4" 2>&1) ||
 	fail "Y -> X after the claim: $out"
 grep -q ' 0% packet loss' <<<"$out" || fail "Y -> X lost packets after the claim: $out"
+
+step "with a lease key, X and Y are reachable once their hosts hold leases"
+lease() { "$WEFT_BIN" lease "$@" <"$WORK/lease.key" || fail "weft lease $*"; }
+"$WEFT_BIN" lease genkey >"$WORK/lease.key" 2>/dev/null || fail "weft lease genkey"
+"$WEFT_BIN" lease genkey >"$WORK/other.key" 2>/dev/null || fail "weft lease genkey"
+LEASE_PUB=$(lease pubkey)
+# h3 held X before h1 did: its lease is older and still valid.
+OLD_H3=$(lease sign "$X4" "$PUB_h3" from $(($(date +%s) - 600)) valid 2h)
+for h in 1 2; do
+	ifn=IF$h
+	weft -i "${!ifn}" mesh set lease-key "$LEASE_PUB" || fail "weft mesh set lease-key on h$h: $ERR"
+done
+weft -i "$IF2" mesh show --json || fail "weft mesh show on h2: $ERR"
+[[ $(jq -r .lease_key <<<"$OUT") == "$LEASE_PUB" ]] || fail "h2 does not show the lease key: $OUT"
+weft -i "$IF1" lease add "$(lease sign "$X4" "$PUB_h1" valid 1h)" "$(lease sign "$X6" "$PUB_h1" valid 1h)" ||
+	fail "weft lease add on h1: $ERR"
+weft -i "$IF2" lease add "$(lease sign "$Y4" "$PUB_h2" valid 1h)" "$(lease sign "$Y6" "$PUB_h2" valid 1h)" ||
+	fail "weft lease add on h2: $ERR"
+if weft -i "$IF2" lease add "$(lease sign "$Y4" "$PUB_h1" valid 1h)"; then
+	fail "h2 took a lease naming h1"
+fi
+[[ $ERR == *"names another host"* ]] || fail "h2's refusal of h1's lease does not say why: $ERR"
+[[ $(mesh_counter 2 leases) == 2 ]] || fail "h2 does not hold its two leases"
+ping_within "$VMY" "$X4" 3 10 || fail "Y -> X IPv4 with leases"
+ping_within "$VMY" "$X6" 3 10 || fail "Y -> X IPv6 with leases"
+[[ $(holder2 "$X4") == "$PUB_h1" ]] || fail "with leases h2 does not route X to h1: $OUT"
+
+step "with a lease key, h3's claims of X are refused and counted"
+forge refused_lease send announce "$X4" now
+forge refused_lease send announce "$X4" now lease "$("$WEFT_BIN" lease sign "$X4" "$PUB_h3" valid 1h <"$WORK/other.key")"
+forge refused_lease send announce "$X4" now lease "$(lease sign "$X4" "$PUB_h1" valid 1h)"
+forge refused_lease send announce "$X4" now lease "$(lease sign 10.80.0.250 "$PUB_h3" valid 1h)"
+forge refused_lease send announce "$X4" now lease "$(lease sign "$X4" "$PUB_h3" from 1000 valid 1h)"
+forge refused_lease send announce "$X4" $(($(date +%s%N) + 9000000000)) lease "$OLD_H3"
+forge refused_lease send not_here "$X4" now "$PUB_h3"
+[[ $(holder2 "$X4") == "$PUB_h1" ]] || fail "after the forged claims h2 routes X elsewhere: $OUT"
+out=$(ip netns exec "$VMY" ping -n -q -c 50 -i 0.02 -W "$HANG_SECS" "$X4" 2>&1) ||
+	fail "Y -> X after the forged claims: $out"
+grep -q ' 0% packet loss' <<<"$out" || fail "Y -> X lost packets after the forged claims: $out"
 pass

@@ -6,10 +6,11 @@
  *   mesh_forge home ADDR KEY...
  *       prints the index (from 0) of ADDR's home among the members' public
  *       keys (base64), as every weftd computes it (mesh/rendezvous.c)
- *   mesh_forge send IFNAME TYPE ADDR[/CIDR] SEQ [HOLDER]
+ *   mesh_forge send IFNAME TYPE ADDR[/CIDR] SEQ [HOLDER] [lease LEASE]
  *       one mesh message (TYPE: solicit advert announce not_here moved) with
  *       one entry; SEQ a number, "now" (this host's wall clock in ns) or
- *       "max" (2^64-1); HOLDER a base64 public key
+ *       "max" (2^64-1); HOLDER a base64 public key; LEASE a lease's text
+ *       (weft lease sign), sent after the entry
  *   mesh_forge fwd IFNAME SRC4 DST4
  *       an ICMP echo request SRC4 -> DST4, wrapped as a forwarded packet
  *   mesh_forge flood IFNAME BASE4 COUNT
@@ -36,7 +37,7 @@
 static int usage(void)
 {
 	fprintf(stderr, "usage: mesh_forge home ADDR KEY...\n"
-			"       mesh_forge send IFNAME TYPE ADDR[/CIDR] SEQ [HOLDER]\n"
+			"       mesh_forge send IFNAME TYPE ADDR[/CIDR] SEQ [HOLDER] [lease LEASE]\n"
 			"       mesh_forge fwd IFNAME SRC4 DST4\n"
 			"       mesh_forge flood IFNAME BASE4 COUNT\n");
 	return 2;
@@ -137,9 +138,18 @@ static int cmd_send(int argc, char **argv)
 					     [MESH_NOT_HERE] = "not_here", [MESH_MOVED] = "moved" };
 	struct mesh_msg msg = { .count = 1 };
 	struct mesh_item *it = &msg.items[0];
-	uint8_t pkt[256];
+	uint8_t pkt[MESH_MAX_PACKET];
+	const char *why;
 	size_t len;
 
+	if (argc >= 6 && !strcmp(argv[argc - 2], "lease")) {
+		if (mesh_lease_parse(argv[argc - 1], strlen(argv[argc - 1]), &it->lease, &why)) {
+			fprintf(stderr, "mesh_forge: LEASE: %s\n", why);
+			return 2;
+		}
+		it->has_lease = true;
+		argc -= 2;
+	}
 	if (argc < 4 || argc > 5)
 		return usage();
 	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++)
