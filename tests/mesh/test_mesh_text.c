@@ -343,6 +343,7 @@ static void test_show(void)
 #undef SET
 	st.locations = 12345678901234ull;
 	st.pending = 7;
+	st.leases = 3;
 	routes[0].prefix.family = AF_INET6;
 	routes[0].prefix.cidr = 128;
 	inet_pton(AF_INET6, "fd77::5", routes[0].prefix.addr);
@@ -360,7 +361,7 @@ static void test_show(void)
 	MESH_COUNTERS(LINE)
 #undef LINE
 	o += (size_t)sprintf(want + o,
-			     "locations=12345678901234\npending=7\nleases=0\nroutes_truncated=false\n"
+			     "locations=12345678901234\npending=7\nleases=3\nroutes_truncated=false\n"
 			     "route=fd77::5/128\n"
 			     "holder=0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20\n"
 			     "negative=false\nseq=7\n"
