@@ -128,12 +128,28 @@ static bool key_is(const char *k, size_t kn, const char *want)
 	return strlen(want) == kn && !memcmp(k, want, kn);
 }
 
+/* The next key=value line of a request body: 1 with it (*k, *kn the key),
+ * 0 at the end, or -EPROTO with *why for a line without '='. */
+static int next_kv(const char *text, size_t len, size_t *off, const char **k, size_t *kn,
+		   const char **v, size_t *vn, const char **why)
+{
+	size_t n;
+
+	if (!text_next_line(text, len, off, k, &n))
+		return 0;
+	if (!text_split_kv(*k, n, kn, v, vn)) {
+		*why = "a line without '='";
+		return -EPROTO;
+	}
+	return 1;
+}
+
 /* ---- vm-add and vm-del ------------------------------------------------- */
 
 int mesh_text_parse_vm_request(const char *text, size_t len, bool with_port,
 			       struct mesh_text_vm_request *out, const char **why)
 {
-	size_t max = with_port ? PORT_MAX_ADDRS : MESH_TEXT_MAX_DEL, off = 0, n, kn, vn;
+	size_t max = with_port ? PORT_MAX_ADDRS : MESH_TEXT_MAX_DEL, off = 0, kn, vn;
 	const char *line, *v, *unused;
 	struct ip_prefix a;
 	int ret;
@@ -141,12 +157,7 @@ int mesh_text_parse_vm_request(const char *text, size_t len, bool with_port,
 	if (!why)
 		why = &unused;
 	memset(out, 0, sizeof(*out));
-	while (text_next_line(text, len, &off, &line, &n)) {
-		if (!text_split_kv(line, n, &kn, &v, &vn)) {
-			*why = "a line without '='";
-			ret = -EPROTO;
-			goto fail;
-		}
+	while ((ret = next_kv(text, len, &off, &line, &kn, &v, &vn, why)) > 0) {
 		ret = -EINVAL;
 		if (with_port && key_is(line, kn, "port")) {
 			if (out->port[0]) {
@@ -178,6 +189,8 @@ int mesh_text_parse_vm_request(const char *text, size_t len, bool with_port,
 			goto fail;
 		}
 	}
+	if (ret < 0)
+		goto fail;
 	ret = -EINVAL;
 	if (with_port && !out->port[0]) {
 		*why = "no port";
@@ -199,18 +212,13 @@ int mesh_text_parse_lease_request(const char *text, size_t len,
 				  struct mesh_text_lease_request *out, const char **why)
 {
 	const char *line, *v, *unused;
-	size_t off = 0, n, kn, vn;
+	size_t off = 0, kn, vn;
 	int ret;
 
 	if (!why)
 		why = &unused;
 	memset(out, 0, sizeof(*out));
-	while (text_next_line(text, len, &off, &line, &n)) {
-		if (!text_split_kv(line, n, &kn, &v, &vn)) {
-			*why = "a line without '='";
-			ret = -EPROTO;
-			goto fail;
-		}
+	while ((ret = next_kv(text, len, &off, &line, &kn, &v, &vn, why)) > 0) {
 		ret = -EINVAL;
 		if (!key_is(line, kn, "lease")) {
 			*why = "unknown key";
@@ -224,6 +232,8 @@ int mesh_text_parse_lease_request(const char *text, size_t len,
 			goto fail;
 		out->n++;
 	}
+	if (ret < 0)
+		goto fail;
 	if (!out->n) {
 		*why = "no lease";
 		ret = -EINVAL;
@@ -241,18 +251,13 @@ int mesh_text_parse_set(const char *text, size_t len, struct mesh_text_set *out,
 			const char **why)
 {
 	const char *line, *v, *unused;
-	size_t off = 0, n, kn, vn;
+	size_t off = 0, kn, vn;
 	int ret;
 
 	if (!why)
 		why = &unused;
 	memset(out, 0, sizeof(*out));
-	while (text_next_line(text, len, &off, &line, &n)) {
-		if (!text_split_kv(line, n, &kn, &v, &vn)) {
-			*why = "a line without '='";
-			ret = -EPROTO;
-			goto fail;
-		}
+	while ((ret = next_kv(text, len, &off, &line, &kn, &v, &vn, why)) > 0) {
 		ret = -EINVAL;
 		if (key_is(line, kn, "mode")) {
 			if (out->has_mode) {
@@ -283,6 +288,8 @@ int mesh_text_parse_set(const char *text, size_t len, struct mesh_text_set *out,
 			goto fail;
 		}
 	}
+	if (ret < 0)
+		goto fail;
 	if (!out->has_mode && !out->n_prefixes && !out->set_lease_key) {
 		*why = "nothing to set (want mode, prefix or lease_key)";
 		ret = -EINVAL;
