@@ -49,18 +49,45 @@ void mesh_forget_if_lease_expired(struct mesh *m, struct mesh_loc *l, uint64_t w
 	mesh_timed_add(m, l);
 }
 
-/* Marks the received entries whose lease key signed their lease and is
- * valid now (none without a key). */
+/* Whether two leases are the same, field by field (the struct has
+ * padding). */
+static bool lease_same(const struct mesh_lease *a, const struct mesh_lease *b)
+{
+	return a->family == b->family && a->issued == b->issued && a->expires == b->expires &&
+	       !memcmp(a->addr, b->addr, sizeof(a->addr)) &&
+	       !memcmp(a->holder, b->holder, sizeof(a->holder)) &&
+	       !memcmp(a->sig, b->sig, sizeof(a->sig));
+}
+
+void mesh_known_leases(struct mesh *m, struct mesh_note *in, size_t n)
+{
+	uint64_t wall = wg_clock_realtime_ns();
+
+	for (size_t i = 0; i < n; i++) {
+		const struct mesh_item *it = &in[i].item;
+		const struct mesh_loc *l;
+
+		in[i].lease_valid = false;
+		if (!m->cfg.has_lease_key || !it->has_lease)
+			continue;
+		l = mesh_loc_find(m, it->family, it->addr, it->cidr);
+		in[i].lease_valid = l && l->lease && lease_same(l->lease, &it->lease) &&
+				    l->lease->expires > wall;
+	}
+}
+
 void mesh_check_leases(struct mesh_note *in, size_t n, const uint8_t *key)
 {
 	uint64_t wall = wg_clock_realtime_ns();
 
-	for (size_t i = 0; i < n; i++)
-		in[i].lease_valid = key && in[i].item.has_lease &&
-				    mesh_lease_check(&in[i].item.lease, key, wall,
-						     MESH_LEASE_SKEW_NS) == MESH_LEASE_VALID;
+	for (size_t i = 0; i < n; i++) {
+		if (!key)
+			in[i].lease_valid = false;
+		else if (!in[i].lease_valid && in[i].item.has_lease)
+			in[i].lease_valid = mesh_lease_check(&in[i].item.lease, key, wall,
+							     MESH_LEASE_SKEW_NS) == MESH_LEASE_VALID;
+	}
 }
-
 
 void mesh_item_lease(struct mesh *m, struct mesh_item *it, const struct mesh_lease *lease)
 {

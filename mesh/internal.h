@@ -237,8 +237,13 @@ bool mesh_claims_holder(const struct mesh_note *n);
 /* With a lease key: whether the entry's lease (checked by
  * mesh_check_leases) is for its address and names holder. */
 bool mesh_lease_backs(const struct mesh_note *n, const struct wg_peer *holder);
-/* Sets lease_valid on received entries: signed by key, valid now (false
- * for all when key is NULL). No lock needed: the mesh thread's own copy. */
+/* Sets lease_valid on the received entries whose lease is the one their
+ * record keeps (checked when it was learned) and has not expired, so a
+ * refresh is not verified again; false on the others. */
+void mesh_known_leases(struct mesh *m, struct mesh_note *in, size_t n) WG_REQUIRES(m->lock);
+/* Sets lease_valid on the others too when their lease is signed by key
+ * and valid now; with key NULL, false on all. No lock needed: the mesh
+ * thread's own entries. */
 void mesh_check_leases(struct mesh_note *in, size_t n, const uint8_t *key);
 /* Both locks held: a learned location whose lease expired (at wall-clock
  * wall) is forgotten; the next packet to it asks again. */

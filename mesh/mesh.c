@@ -704,6 +704,7 @@ uint64_t mesh_run(struct mesh *m)
 	mesh_loc_reserve(m, n_in);
 	has_key = m->cfg.has_lease_key;
 	memcpy(key, m->cfg.lease_key, sizeof(key));
+	mesh_known_leases(m, in, n_in);
 	wg_mutex_unlock(&m->lock);
 	/* Signatures are checked here, with no lock held: the workers never
 	 * wait for them. */
