@@ -46,10 +46,11 @@ static const char lease_usage_text[] =
 	"        is valid now (exit 1 if not)\n"
 	"add     gives weftd up to 16 leases for addresses its host holds, each\n"
 	"        signed by the mesh's lease key (weft mesh set lease-key), naming\n"
-	"        this host and valid now; a newer one replaces the one it has. With a\n"
-	"        lease key set, the other hosts believe this one holds an address\n"
-	"        only with its lease. weftd keeps them in memory: add them again\n"
-	"        after a restart, and renew them before they expire.\n";
+	"        this host and valid now (issued at most 10 s ahead); a newer one\n"
+	"        replaces the one it has. With a lease key set, the other hosts\n"
+	"        believe this one holds an address only with its lease. weftd\n"
+	"        keeps them in memory: add them again after a restart, and renew\n"
+	"        them before they expire.\n";
 
 /* A key as wg prints keys; the text of a private one is wiped. */
 static void print_key(const uint8_t key[32])

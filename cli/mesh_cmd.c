@@ -43,10 +43,7 @@ static bool lease_key_line(struct text_buf *b, const char *text)
 	}
 	if (mesh_lease_parse_key(text, strlen(text), key))
 		return false;
-	text_buf_add(b, "lease_key=", 10);
-	for (size_t k = 0; k < sizeof(key); k++)
-		text_buf_printf(b, "%02x", key[k]);
-	text_buf_add(b, "\n", 1);
+	mesh_text_key_line(b, "lease_key", key);
 	return true;
 }
 

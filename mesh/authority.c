@@ -6,6 +6,7 @@
 #include "mesh/mesh.h"
 #include "mesh/internal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,31 +33,25 @@ bool mesh_lease_backs(const struct mesh_note *n, const struct wg_peer *holder)
 	       !memcmp(it->lease.holder, holder->public_key, WG_KEY_LEN);
 }
 
-/* Both locks held: a learned location whose lease expired (at wall-clock
- * wall) is forgotten; the next packet to it asks again. */
-void mesh_forget_if_lease_expired(struct mesh *m, struct mesh_loc *l, uint64_t wall,
-				  uint64_t now)
-	WG_REQUIRES(m->lock, m->dev->lock)
+bool mesh_lease_upkeep(struct mesh *m, struct mesh_loc *l, uint64_t wall, uint64_t now)
 {
-	if (!l->lease || l->lease->expires > wall || !l->peer || l->state != LOC_RESOLVED)
-		return;
-	mesh_count(m, lease_expired, 1);
-	mesh_loc_unpublish(m, l);
-	mesh_loc_set_lease(l, NULL);
-	l->peer = NULL;
-	l->state = LOC_NONE;
-	l->deadline = now;
-	mesh_timed_add(m, l);
-}
-
-/* Whether two leases are the same, field by field (the struct has
- * padding). */
-static bool lease_same(const struct mesh_lease *a, const struct mesh_lease *b)
-{
-	return a->family == b->family && a->issued == b->issued && a->expires == b->expires &&
-	       !memcmp(a->addr, b->addr, sizeof(a->addr)) &&
-	       !memcmp(a->holder, b->holder, sizeof(a->holder)) &&
-	       !memcmp(a->sig, b->sig, sizeof(a->sig));
+	if (!l->lease || l->lease->expires > wall)
+		return false;
+	if (l->peer && l->state == LOC_RESOLVED) {
+		mesh_count(m, lease_expired, 1);
+		mesh_loc_unpublish(m, l);
+		mesh_loc_set_lease(l, NULL);
+		l->peer = NULL;
+		l->state = LOC_NONE;
+		l->deadline = now;
+		mesh_timed_add(m, l); /* freed by the next tick */
+		return true;
+	}
+	if (l->state == LOC_NONE && !l->timed && !l->in_table && !l->out.len && !l->in.len) {
+		mesh_loc_free(m, l); /* a record kept for its lease */
+		return true;
+	}
+	return false;
 }
 
 void mesh_known_leases(struct mesh *m, struct mesh_note *in, size_t n)
@@ -71,7 +66,7 @@ void mesh_known_leases(struct mesh *m, struct mesh_note *in, size_t n)
 		if (!m->cfg.has_lease_key || !it->has_lease)
 			continue;
 		l = mesh_loc_find(m, it->family, it->addr, it->cidr);
-		in[i].lease_valid = l && l->lease && lease_same(l->lease, &it->lease) &&
+		in[i].lease_valid = l && l->lease && mesh_lease_equal(l->lease, &it->lease) &&
 				    l->lease->expires > wall;
 	}
 }
@@ -118,7 +113,20 @@ const struct mesh_lease *mesh_known_lease(struct mesh *m, const struct mesh_loc 
 {
 	const struct mesh_lease *own = l->local_seq ? mesh_own_lease(m, l->family, l->addr) : NULL;
 
-	return own ? own : l->lease;
+	if (!own || (l->lease && mesh_lease_newer(l->lease, own)))
+		return l->lease;
+	return own;
+}
+
+bool mesh_peer_is_newer(struct mesh *m, const struct mesh_loc *l)
+{
+	const struct mesh_lease *own = mesh_own_lease(m, l->family, l->addr);
+
+	if (!l->peer)
+		return false;
+	if (m->cfg.has_lease_key && own && l->lease)
+		return mesh_lease_newer(l->lease, own);
+	return l->seq > l->local_seq;
 }
 
 const struct mesh_lease *mesh_own_lease(struct mesh *m, int family, const uint8_t *addr)
@@ -129,13 +137,10 @@ const struct mesh_lease *mesh_own_lease(struct mesh *m, int family, const uint8_
 	return NULL;
 }
 
-/* Why mesh_lease_add refuses a lease, or NULL. */
-static const char *refusal(struct mesh *m, const struct mesh_lease *l, uint64_t wall)
-	WG_REQUIRES(m->lock) WG_REQUIRES_SHARED(m->dev->lock)
+/* Why mesh_lease_add refuses a lease the key's check gave v, or NULL. */
+static const char *verdict_refusal(enum mesh_lease_verdict v)
 {
-	const uint8_t *self = mesh_self_key(m);
-
-	switch (mesh_lease_check(l, m->cfg.lease_key, wall, MESH_LEASE_SKEW_NS)) {
+	switch (v) {
 	case MESH_LEASE_FORGED:
 		return "the lease is not signed by the mesh's lease key";
 	case MESH_LEASE_EARLY:
@@ -145,6 +150,15 @@ static const char *refusal(struct mesh *m, const struct mesh_lease *l, uint64_t 
 	case MESH_LEASE_VALID:
 		break;
 	}
+	return NULL;
+}
+
+/* Why mesh_lease_add refuses a signed lease for this host, or NULL. */
+static const char *host_refusal(struct mesh *m, const struct mesh_lease *l)
+	WG_REQUIRES(m->lock) WG_REQUIRES_SHARED(m->dev->lock)
+{
+	const uint8_t *self = mesh_self_key(m);
+
 	if (!self || memcmp(l->holder, self, WG_KEY_LEN))
 		return "the lease names another host";
 	if (!mesh_in_prefixes(m, l->family, l->addr))
@@ -152,8 +166,7 @@ static const char *refusal(struct mesh *m, const struct mesh_lease *l, uint64_t 
 	return NULL;
 }
 
-/* Drops this host's leases that expired. */
-static void drop_expired(struct mesh *m, uint64_t wall) WG_REQUIRES(m->lock)
+void mesh_drop_expired_own(struct mesh *m, uint64_t wall)
 {
 	size_t k = 0;
 
@@ -168,24 +181,41 @@ int mesh_lease_add(struct wg_device *dev, const struct mesh_lease *leases, size_
 {
 	struct mesh *m = dev->mesh;
 	uint64_t wall = wg_clock_realtime_ns();
+	uint8_t key[MESH_LEASE_KEY_SIZE];
 	struct mesh_note *out;
 	size_t n_out, more = 0;
+	bool has_key;
 	int err = 0;
 
-	mesh_lock(m);
-	if (!m->cfg.has_lease_key) {
+	/* The signatures are checked with no lock held, as mesh_run does (the
+	 * workers would wait for them under the write lock); whether the key
+	 * is still the same is checked after. */
+	wg_mutex_lock(&m->lock);
+	has_key = m->cfg.has_lease_key;
+	memcpy(key, m->cfg.lease_key, sizeof(key));
+	wg_mutex_unlock(&m->lock);
+	if (!has_key) {
 		*why = "the mesh has no lease key (weft mesh set lease-key KEY)";
-		err = -ENOKEY;
+		return -ENOKEY;
+	}
+	for (size_t i = 0; i < n; i++)
+		if ((*why = verdict_refusal(mesh_lease_check(&leases[i], key, wall,
+							     MESH_LEASE_SKEW_NS))))
+			return -EINVAL;
+	mesh_lock(m);
+	if (!m->cfg.has_lease_key || memcmp(key, m->cfg.lease_key, sizeof(key))) {
+		*why = "the mesh's lease key changed meanwhile";
+		err = -EAGAIN;
 		goto out;
 	}
+	mesh_drop_expired_own(m, wall);
 	for (size_t i = 0; i < n; i++) { /* all of them, before any is kept */
-		if ((*why = refusal(m, &leases[i], wall))) {
+		if ((*why = host_refusal(m, &leases[i]))) {
 			err = -EINVAL;
 			goto out;
 		}
 		more += !mesh_own_lease(m, leases[i].family, leases[i].addr);
 	}
-	drop_expired(m, wall);
 	if (m->n_own + more > MESH_OWN_LEASES) {
 		*why = "this host would hold more than 4096 leases";
 		err = -ENOSPC;
@@ -202,8 +232,10 @@ int mesh_lease_add(struct wg_device *dev, const struct mesh_lease *leases, size_
 
 		if (have && !mesh_lease_newer(l, have))
 			continue; /* the one held is as new */
-		if (!have)
+		if (!have) {
+			assert(m->n_own < MESH_OWN_LEASES); /* counted above */
 			have = &m->own[m->n_own++];
+		}
 		*have = *l;
 		/* Registered here: the others hear it with its lease now. */
 		loc = mesh_loc_find(m, l->family, l->addr, (uint8_t)(mesh_addr_len(l->family) * 8));

@@ -209,20 +209,18 @@ void mesh_local_removed(struct wg_device *dev, const struct ip_prefix *addrs, si
 	mesh_lock(m);
 	for (size_t i = 0; i < n; i++) {
 		struct mesh_loc *l = mesh_loc_find(m, addrs[i].family, addrs[i].addr, addrs[i].cidr);
-		uint64_t registered;
 		struct mesh_item it;
 		struct wg_peer *home;
-		bool self;
+		bool self, moved;
 
 		if (!l || !l->local_seq)
 			continue;
-		registered = l->local_seq;
+		moved = mesh_peer_is_newer(m, l);
 		l->local_seq = 0;
 		/* A record being checked again still names its holder: a packet
 		 * that came for the address between its port entry's removal
 		 * and this call asked for it (mesh_transit), and waits. */
-		if (l->peer && (l->state == LOC_RESOLVED || l->state == LOC_VERIFY) &&
-		    l->seq > registered) {
+		if (moved && (l->state == LOC_RESOLVED || l->state == LOC_VERIFY)) {
 			/* It moved: forward what still comes here, and what
 			 * waited. */
 			l->prev = NULL;

@@ -227,11 +227,18 @@ bool mesh_loc_set_lease(struct mesh_loc *l, const struct mesh_lease *lease);
 /* This host's lease for a host address, or NULL. */
 const struct mesh_lease *mesh_own_lease(struct mesh *m, int family, const uint8_t *addr)
 	WG_REQUIRES(m->lock);
-/* The lease a claim about l's address must not be older than: this host's
- * for an address registered here (if it has one), else that of l's holder
- * (l->lease: kept after the holder is forgotten, so a replay stays old). */
+/* The lease a claim about l's address must not be older than: the newer
+ * of this host's (for an address registered here) and that of l's last
+ * holder (l->lease: kept after the holder is forgotten, in a record kept
+ * until the lease expires, so a replay stays old). */
 const struct mesh_lease *mesh_known_lease(struct mesh *m, const struct mesh_loc *l)
 	WG_REQUIRES(m->lock);
+/* For an address registered here: whether l's peer holder took it after
+ * this host did (it moved away). By the leases with a lease key and both
+ * known, else by the stamps. */
+bool mesh_peer_is_newer(struct mesh *m, const struct mesh_loc *l) WG_REQUIRES(m->lock);
+/* This host's leases that expired by wall-clock wall are dropped. */
+void mesh_drop_expired_own(struct mesh *m, uint64_t wall) WG_REQUIRES(m->lock);
 /* Whether a received entry says that a host holds its address. */
 bool mesh_claims_holder(const struct mesh_note *n);
 /* With a lease key: whether the entry's lease (checked by
@@ -245,10 +252,12 @@ void mesh_known_leases(struct mesh *m, struct mesh_note *in, size_t n) WG_REQUIR
  * and valid now; with key NULL, false on all. No lock needed: the mesh
  * thread's own entries. */
 void mesh_check_leases(struct mesh_note *in, size_t n, const uint8_t *key);
-/* Both locks held: a learned location whose lease expired (at wall-clock
- * wall) is forgotten; the next packet to it asks again. */
-void mesh_forget_if_lease_expired(struct mesh *m, struct mesh_loc *l, uint64_t wall,
-				  uint64_t now)
+/* Both locks held, in the records' upkeep (mesh.c reannounce), for a
+ * record not registered here whose lease expired by wall-clock wall: a
+ * learned location is forgotten (the next packet to it asks again), a
+ * record kept only for its lease is freed. True when l is done with
+ * (forgotten or freed: not to be looked at again in this pass). */
+bool mesh_lease_upkeep(struct mesh *m, struct mesh_loc *l, uint64_t wall, uint64_t now)
 	WG_REQUIRES(m->lock, m->dev->lock);
 /* mesh.c, shared with the control plane (control.c). */
 

@@ -127,6 +127,14 @@ bool mesh_lease_covers(const struct mesh_lease *l, const struct ip_prefix *a)
 	return a->family == l->family && a->cidr == n * 8 && !memcmp(a->addr, l->addr, n);
 }
 
+bool mesh_lease_equal(const struct mesh_lease *a, const struct mesh_lease *b)
+{
+	return a->family == b->family && a->issued == b->issued && a->expires == b->expires &&
+	       !memcmp(a->addr, b->addr, sizeof(a->addr)) &&
+	       !memcmp(a->holder, b->holder, sizeof(a->holder)) &&
+	       !memcmp(a->sig, b->sig, sizeof(a->sig));
+}
+
 bool mesh_lease_newer(const struct mesh_lease *a, const struct mesh_lease *b)
 {
 	uint8_t wa[MESH_LEASE_SIZE], wb[MESH_LEASE_SIZE];

@@ -76,6 +76,9 @@ const char *mesh_lease_verdict_name(enum mesh_lease_verdict v);
 
 /* Whether l is for the host address a. */
 bool mesh_lease_covers(const struct mesh_lease *l, const struct ip_prefix *a);
+/* Whether a and b are the same lease (by their fields: the struct has
+ * padding). */
+bool mesh_lease_equal(const struct mesh_lease *a, const struct mesh_lease *b);
 /* Whether a replaces b for their address: issued later, and for the same
  * issued the larger wire form, so every host picks the same one. */
 bool mesh_lease_newer(const struct mesh_lease *a, const struct mesh_lease *b);

@@ -222,7 +222,7 @@ static void answer(struct mesh *m, const uint8_t *from, const struct mesh_item *
 	struct mesh_item out = *it;
 
 	mesh_count(m, solicit_received, 1);
-	if (local && (!l || !l->peer || l->local_seq >= l->seq)) {
+	if (local && (!l || !mesh_peer_is_newer(m, l))) {
 		mesh_item_holder(&out, mesh_self_key(m), l && l->local_seq ? l->local_seq : 1);
 		lease = mesh_own_lease(m, it->family, it->addr);
 	} else if (atomic_load(&m->mode) == MESH_MULTICAST) {
@@ -304,12 +304,12 @@ static void handle(struct mesh *m, struct wg_peer *from, const struct mesh_note 
 	WG_REQUIRES(m->lock, m->dev->lock)
 {
 	const struct mesh_item *it = &n->item;
-	const struct mesh_lease *lease = m->cfg.has_lease_key ? &it->lease : NULL;
+	const struct mesh_lease *lease = m->cfg.has_lease_key ? &it->lease : NULL, *known;
 	struct mesh_lease prev_lease;
 	struct wg_peer *holder = from, *old;
 	struct mesh_loc *l;
 	uint64_t prev_seq;
-	bool self, had_lease;
+	bool self;
 
 	if (!mesh_in_prefixes(m, it->family, it->addr)) {
 		mesh_count(m, malformed, 1);
@@ -384,14 +384,14 @@ static void handle(struct mesh *m, struct wg_peer *from, const struct mesh_note 
 		 * its lease, which the new holder is shown. */
 		old = l->peer;
 		prev_seq = old ? l->seq : l->local_seq;
-		had_lease = mesh_known_lease(m, l);
-		if (had_lease)
-			prev_lease = *mesh_known_lease(m, l);
+		known = mesh_known_lease(m, l);
+		if (known)
+			prev_lease = *known;
 		learn(m, l, holder, it->seq, lease, now);
 		if (n->type == MESH_ANNOUNCE && atomic_load(&m->mode) == MESH_UNICAST &&
 		    l->peer == holder && old != holder && (old || prev_seq) &&
 		    (mesh_home_of(m, l, &self), self))
-			hand_over(m, l, holder, old, prev_seq, had_lease ? &prev_lease : NULL);
+			hand_over(m, l, holder, old, prev_seq, known ? &prev_lease : NULL);
 		break;
 	case MESH_NOT_HERE:
 		mesh_count(m, not_here_received, 1);
@@ -534,16 +534,18 @@ static void reannounce(struct mesh *m, uint64_t now)
 	}
 	if (!m->announce_all && !m->n_peers_up)
 		return;
+	mesh_drop_expired_own(m, wall);
 	for (b = m->announce_from; b < m->n_buckets; b++) {
 		/* The next round goes on from here: the outbox is full, or
 		 * this round held the device lock long enough. */
 		if (m->n_outbox + ANNOUNCE_ROOM > OUTBOX_MAX ||
 		    b - m->announce_from == ANNOUNCE_BUCKETS)
 			break;
-		for (struct mesh_loc *l = m->buckets[b]; l; l = l->hash_next) {
+		for (struct mesh_loc *l = m->buckets[b], *next; l; l = next) {
+			next = l->hash_next;
 			if (!l->local_seq) {
-				mesh_forget_if_lease_expired(m, l, wall, now);
-				recheck_if_old(m, l, now);
+				if (!mesh_lease_upkeep(m, l, wall, now))
+					recheck_if_old(m, l, now);
 				continue;
 			}
 			if (m->announce_all) {
@@ -572,7 +574,7 @@ static void reannounce(struct mesh *m, uint64_t now)
 static uint64_t tick(struct mesh *m, uint64_t now)
 	WG_REQUIRES(m->lock, m->dev->lock)
 {
-	uint64_t next = UINT64_MAX;
+	uint64_t next = UINT64_MAX, wall = wg_clock_realtime_ns();
 
 	memset(m->tenant_pending, 0, sizeof(m->tenant_pending));
 	for (struct mesh_loc **pp = &m->timed; *pp;) {
@@ -592,8 +594,11 @@ static uint64_t tick(struct mesh *m, uint64_t now)
 		}
 		*pp = l->timed_next;
 		l->timed = false;
+		/* A record whose lease is still valid stays, holding the
+		 * lease that a replay of an older one loses to, until the
+		 * records' upkeep after it expires (mesh_lease_upkeep). */
 		if (l->state == LOC_NONE && !l->local_seq && !l->in_table && !l->out.len &&
-		    !l->in.len)
+		    !l->in.len && (!l->lease || l->lease->expires <= wall))
 			mesh_loc_free(m, l);
 	}
 	return next;

@@ -143,9 +143,10 @@ enum mesh_error {
 bool mesh_msg_is_mesh(const uint8_t *ip, size_t len);
 
 /* Parses the IPv6 packet ip[0, len) (trailing bytes beyond its payload
- * length are ignored). MESH_OK and *msg filled, or a mesh_error: checked in
- * the order SHORT (headers, entries), IP, MAGIC, TYPE, COUNT, ENTRY, SHORT
- * (leases), COUNT (too long), LEASE. */
+ * length are ignored). MESH_OK and *msg filled, or a mesh_error, checked in
+ * the order of docs/mesh.md "Refusals": SHORT (IPv6 header), IP, SHORT
+ * (payload), MAGIC, TYPE, COUNT, SHORT (entries), ENTRY, SHORT (leases),
+ * COUNT (longer than its parts, or than MESH_MAX_PACKET), LEASE. */
 int mesh_msg_parse(const uint8_t *ip, size_t len, struct mesh_msg *msg);
 
 /* Writes msg as a whole IPv6 packet to out[0, cap): its length, or 0 when

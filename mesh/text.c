@@ -80,6 +80,14 @@ void mesh_text_key_base64(const uint8_t key[32], char out[MESH_TEXT_KEY_LEN])
 	out[o] = '\0';
 }
 
+void mesh_text_key_line(struct text_buf *b, const char *name, const uint8_t key[32])
+{
+	text_buf_printf(b, "%s=", name);
+	for (size_t k = 0; k < 32; k++)
+		text_buf_printf(b, "%02x", key[k]);
+	text_buf_add(b, "\n", 1);
+}
+
 static bool parse_key_hex(const char *v, size_t n, uint8_t key[32])
 {
 	if (n != 64)
@@ -349,12 +357,8 @@ int mesh_text_format_show(const struct mesh_config *cfg, const struct mesh_stats
 		ip_prefix_format(&cfg->prefixes[i], s);
 		text_buf_printf(&b, "prefix=%s\n", s);
 	}
-	if (cfg->has_lease_key) {
-		text_buf_add(&b, "lease_key=", 10);
-		for (size_t k = 0; k < 32; k++)
-			text_buf_printf(&b, "%02x", cfg->lease_key[k]);
-		text_buf_add(&b, "\n", 1);
-	}
+	if (cfg->has_lease_key)
+		mesh_text_key_line(&b, "lease_key", cfg->lease_key);
 	for (size_t i = 0; i < mesh_text_n_counters; i++)
 		text_buf_printf(&b, "%s=%llu\n", mesh_text_counters[i].key,
 				(unsigned long long)*counter_at((struct mesh_stats *)st, i));
@@ -362,12 +366,8 @@ int mesh_text_format_show(const struct mesh_config *cfg, const struct mesh_stats
 	for (size_t i = 0; i < n; i++) {
 		ip_prefix_format(&routes[i].prefix, s);
 		text_buf_printf(&b, "route=%s\n", s);
-		if (!routes[i].negative) {
-			text_buf_add(&b, "holder=", 7);
-			for (size_t k = 0; k < 32; k++)
-				text_buf_printf(&b, "%02x", routes[i].holder[k]);
-			text_buf_add(&b, "\n", 1);
-		}
+		if (!routes[i].negative)
+			mesh_text_key_line(&b, "holder", routes[i].holder);
 		text_buf_printf(&b, "negative=%s\nseq=%llu\n", routes[i].negative ? "true" : "false",
 				(unsigned long long)routes[i].seq);
 	}

@@ -19,6 +19,7 @@
 #include "mesh/types.h"
 #include "pkt/prefix.h"
 #include "port/config.h"
+#include "text/text.h"
 
 enum {
 	MESH_TEXT_MAX_FILE = 1024 * 1024,  /* bytes in a VM or mesh file */
@@ -42,6 +43,9 @@ bool mesh_text_in_prefix(const struct mesh_config *cfg, const struct ip_prefix *
 const char *mesh_text_mode_name(enum mesh_mode mode);
 /* A public key in standard base64 (44 characters). */
 void mesh_text_key_base64(const uint8_t key[32], char out[MESH_TEXT_KEY_LEN]);
+/* "NAME=" and a key in 64 lower-case hex digits, then a line break, as the
+ * control requests and replies carry keys. */
+void mesh_text_key_line(struct text_buf *b, const char *name, const uint8_t key[32]);
 
 /* ---- vm-add and vm-del bodies ---- */
 

@@ -119,11 +119,7 @@ static uint64_t refused(void)
 
 static void same_lease(const struct mesh_lease *a, const struct mesh_lease *b)
 {
-	uint8_t wa[MESH_LEASE_SIZE], wb[MESH_LEASE_SIZE];
-
-	mesh_lease_encode(a, wa);
-	mesh_lease_encode(b, wb);
-	CHECK(!memcmp(wa, wb, sizeof(wa)));
+	CHECK(mesh_lease_equal(a, b));
 }
 
 /* Every way a claim can lack authority is refused and counted, and makes
@@ -217,13 +213,16 @@ static void test_own(void)
 		lease(&x, self_pub, -7200, 3600, seed), lease(&x, self_pub, 60, 3600, seed),
 		lease(&out, self_pub, -60, 3600, seed),
 	};
+	static const char *const reason[] = { "not signed", "another host", "expired",
+					      "in the future", "no mesh prefix" };
 	struct mesh_item it;
 	struct mesh_loc *l;
 	const char *why;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		why = NULL;
-		CHECK(mesh_lease_add(dev, &bad[i], 1, &why) == -EINVAL && why);
+		CHECK(mesh_lease_add(dev, &bad[i], 1, &why) == -EINVAL && why &&
+		      strstr(why, reason[i]));
 	}
 	CHECK(mesh_test_stats(dev).leases == 0);
 	CHECK(mesh_lease_add(dev, &newer, 1, &why) == 0);
@@ -237,6 +236,7 @@ static void test_own(void)
 	mesh_lock(dev->mesh);
 	l = mesh_loc_find(dev->mesh, x.family, x.addr, x.cidr);
 	CHECK(l && l->local_seq && !l->lease && mesh_own_lease(dev->mesh, x.family, x.addr));
+	CHECK(mesh_lease_equal(mesh_own_lease(dev->mesh, x.family, x.addr), &newer));
 	same_lease(mesh_known_lease(dev->mesh, l), &newer);
 	mesh_item_of(l, &it);
 	mesh_item_holder(&it, NULL, l->local_seq);
@@ -261,13 +261,97 @@ static void test_without_key(void)
 	const char *why = NULL;
 	struct mesh_lease l = lease(&x, self_pub, -60, 3600, seed);
 
+	CHECK(mesh_test_stats(dev).leases > 0);
 	set_key(false);
+	CHECK(mesh_test_stats(dev).leases == 0);
 	CHECK(mesh_lease_add(dev, &l, 1, &why) == -ENOKEY && why);
 	say(0, MESH_ANNOUNCE, &x, NULL, WALL, NULL);
 	CHECK(holder_of(&x, NULL) == peers[0]);
 	set_key(true);
 	CHECK(!holder_of(&x, NULL));
-	CHECK(mesh_test_stats(dev).leases == 0);
+}
+
+/* A holder that withdraws (NOT_HERE without a holder) leaves its record
+ * forgotten but kept while its lease is valid: an older lease replayed
+ * afterwards still loses. */
+static void test_replay_after_withdrawal(void)
+{
+	struct ip_prefix x = vm_addr(7);
+	struct mesh_lease old = lease(&x, peer_pub[1], -600, 3600, seed);
+	struct mesh_lease cur = lease(&x, peer_pub[0], -60, 3600, seed);
+	uint64_t r;
+
+	say(1, MESH_ANNOUNCE, &x, NULL, WALL - 600 * NSEC_PER_SEC, &old);
+	say(0, MESH_ANNOUNCE, &x, NULL, WALL - 60 * NSEC_PER_SEC, &cur);
+	CHECK(holder_of(&x, NULL) == peers[0]);
+	say(0, MESH_NOT_HERE, &x, NULL, 0, NULL);
+	mesh_run(dev->mesh); /* its tick would free a record without a lease */
+	CHECK(!holder_of(&x, NULL));
+	r = refused();
+	say(1, MESH_ANNOUNCE, &x, NULL, WALL + 9 * NSEC_PER_SEC, &old);
+	CHECK(refused() == r + 1 && !holder_of(&x, NULL));
+}
+
+/* Our VM's address taken by a newer lease with an older stamp: the move is
+ * judged by the leases, so `vm del` leaves a forwarding entry to the new
+ * holder, and answers name it. */
+static void test_move_by_lease(void)
+{
+	struct ip_prefix x = vm_addr(8);
+	struct mesh_lease mine = lease(&x, self_pub, -60, 3600, seed);
+	struct mesh_lease theirs = lease(&x, peer_pub[0], -30, 3600, seed);
+	struct rt_hop *hop;
+	const char *why;
+
+	CHECK(mesh_lease_add(dev, &mine, 1, &why) == 0);
+	wg_rwlock_wrlock(&dev->lock);
+	CHECK(rt_insert(dev->allowed_ips, x.family, x.addr, x.cidr, &port_hop) == 0);
+	wg_rwlock_unlock(&dev->lock);
+	mesh_local_added(dev, &x, 1);
+	say(0, MESH_ANNOUNCE, &x, NULL, WALL - 100 * NSEC_PER_SEC, &theirs);
+	CHECK(holder_of(&x, NULL) == peers[0]);
+	wg_rwlock_wrlock(&dev->lock);
+	CHECK(rt_remove(dev->allowed_ips, x.family, x.addr, x.cidr, &port_hop) == 0);
+	wg_rwlock_unlock(&dev->lock);
+	mesh_local_removed(dev, &x, 1);
+	wg_rwlock_rdlock(&dev->lock);
+	hop = rt_lookup(dev->allowed_ips, x.family, x.addr);
+	CHECK(hop && hop->kind == RT_HOP_REMOTE && mesh_loc_from_hop(hop)->peer == peers[0]);
+	wg_rwlock_unlock(&dev->lock);
+}
+
+/* MESH_OWN_LEASES at most, an expired one's room counted only once it is
+ * dropped (an add at the limit once wrote past the table). */
+static void test_own_capacity(void)
+{
+	struct mesh_lease *all = calloc(MESH_OWN_LEASES, sizeof(*all)), more[2];
+	size_t held = mesh_test_stats(dev).leases;
+	const char *why = NULL;
+
+	CHECK(all);
+	for (int i = 0; i < MESH_OWN_LEASES - (int)held; i++) {
+		struct ip_prefix a = { .family = AF_INET, .cidr = 32,
+				       .addr = { 10, 77, (uint8_t)(16 + i / 256), (uint8_t)i } };
+
+		all[i] = lease(&a, self_pub, -10, i ? 3600 : 60, seed);
+	}
+	CHECK(mesh_lease_add(dev, all, MESH_OWN_LEASES - held, &why) == 0);
+	CHECK(mesh_test_stats(dev).leases == MESH_OWN_LEASES);
+	struct ip_prefix b = { .family = AF_INET, .cidr = 32, .addr = { 10, 77, 40, 1 } };
+	more[0] = lease(&b, self_pub, -10, 3600, seed);
+	CHECK(mesh_lease_add(dev, more, 1, &why) == -ENOSPC && strstr(why, "4096"));
+
+	/* The first one expired: its address again and a new one need two
+	 * slots, one is free. */
+	wg_clock_test_hold(NOW, WALL + 120 * NSEC_PER_SEC);
+	struct ip_prefix first = { .family = AF_INET, .cidr = 32, .addr = { 10, 77, 16, 0 } };
+	more[0] = lease(&first, self_pub, 100, 3600, seed);
+	more[1] = lease(&b, self_pub, 100, 3600, seed);
+	CHECK(mesh_lease_add(dev, more, 2, &why) == -ENOSPC);
+	CHECK(mesh_lease_add(dev, more + 1, 1, &why) == 0);
+	CHECK(mesh_test_stats(dev).leases == MESH_OWN_LEASES);
+	wg_clock_test_hold(NOW, WALL);
+	free(all);
 }
 
 int main(void)
@@ -287,6 +371,9 @@ int main(void)
 	test_order();
 	test_expiry();
 	test_own();
+	test_replay_after_withdrawal();
+	test_move_by_lease();
+	test_own_capacity();
 	test_without_key();
 	mesh_test_free(dev);
 	printf("test_mesh_authority: ok\n");

@@ -197,6 +197,18 @@ static void test_covers_and_newer(void)
 	mesh_lease_sign(&b, seed);
 	CHECK(mesh_lease_newer(&b, &a) && !mesh_lease_newer(&a, &b));
 	CHECK(!mesh_lease_newer(&a, &a));
+
+	/* The same lease, field by field: any field apart is another. */
+	b = a;
+	CHECK(mesh_lease_equal(&a, &b));
+#define APART(stmt) do { b = a; stmt; CHECK(!mesh_lease_equal(&a, &b)); } while (0)
+	APART(b.family = AF_INET);
+	APART(b.issued++);
+	APART(b.expires++);
+	APART(b.addr[15] ^= 1);
+	APART(b.holder[31] ^= 1);
+	APART(b.sig[63] ^= 1);
+#undef APART
 }
 
 static void test_text(void)
