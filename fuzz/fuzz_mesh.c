@@ -36,13 +36,15 @@
  *    holder itself (multicast), a MOVED from the home host, a NOT_HERE
  *    naming it from a host that may hold the address; with a lease key,
  *    only a claim whose lease was valid for it; and then every holder's
- *    record keeps the lease that names it for its address;
+ *    record keeps the lease that names it for its address, and this
+ *    host's own leases (given with a VM, OP_VM) name it, inside a prefix;
  *  - a packet mesh_receive lets through has a source of the peer it came
  *    from (a static allowed IP, a record whose holder is the peer, or was
  *    until a move less than GRACE_MS ago), or was forwarded by the host one
  *    of our VMs' addresses was at before, within the grace period;
  *  - every message the mesh sends parses. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,7 +100,7 @@ enum op {
 	OP_TRANSIT,  /* from, destination */
 	OP_CLOCK,    /* step */
 	OP_RUN,
-	OP_VM,       /* addr, bit 0 of the next byte: remove */
+	OP_VM,       /* addr, flags (bit 0: remove; lease mode, bit 1: with its lease) */
 	OP_PEER,     /* peer, action: remove, add, up */
 	OP_MODE,     /* mode */
 	OP_RELEASED,
@@ -483,6 +485,10 @@ NO_COVERAGE static void check_state(struct mesh *m) WG_REQUIRES(m->dev->lock, m-
 		}
 	}
 	CHECK(n_locs == m->n_locs && n_located == m->n_located && queued == m->queued);
+	CHECK(m->n_own <= MESH_OWN_LEASES && (g.lease_mode || !m->n_own));
+	for (size_t i = 0; i < m->n_own; i++)
+		CHECK(!memcmp(m->own[i].holder, g.self_pub, WG_KEY_LEN) &&
+		      mesh_in_prefixes(m, m->own[i].family, m->own[i].addr));
 	for (struct wg_peer *p = m->dev->peers_head; p; p = p->list_next) {
 		CHECK(!p->mesh || p->mesh->inbox <= INBOX_PER_PEER);
 		in_shares += p->mesh ? p->mesh->inbox : 0;
@@ -826,8 +832,8 @@ static void op_run(void)
 
 static void op_vm(struct cursor *c)
 {
-	uint8_t sel = next(c), addr[16];
-	bool remove = next(c) & 1;
+	uint8_t sel = next(c), addr[16], flags = next(c);
+	bool remove = flags & 1;
 	unsigned int idx;
 	int family = pick_addr(sel, addr, &idx), f = fam_index(family);
 	struct ip_prefix a = { .family = (uint8_t)family, .cidr = host_cidr(family) };
@@ -835,6 +841,19 @@ static void op_vm(struct cursor *c)
 	if (idx > ADDR_OUTSIDE || g.local[f][idx] != remove)
 		return;
 	memcpy(a.addr, addr, 16);
+	/* Lease mode, bit 1: this host's lease for it first (issued up to 63 s
+	 * ago, valid for 2 min): taken unless the address is in no prefix. */
+	if (!remove && g.lease_mode && (flags & 2)) {
+		struct mesh_lease l = { .family = family };
+		const char *why = NULL;
+
+		memcpy(l.addr, addr, 16);
+		memcpy(l.holder, g.self_pub, WG_KEY_LEN);
+		l.issued = g.real - (uint64_t)(flags >> 2) * NSEC_PER_SEC;
+		l.expires = l.issued + 120 * NSEC_PER_SEC;
+		mesh_lease_sign(&l, g.lease_seed);
+		CHECK(mesh_lease_add(g.dev, &l, 1, &why) == (idx == ADDR_OUTSIDE ? -EINVAL : 0));
+	}
 	/* As port_register and port_unregister do: the table first. */
 	wg_rwlock_wrlock(&g.dev->lock);
 	if (remove)
