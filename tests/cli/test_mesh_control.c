@@ -193,6 +193,22 @@ static void test_mesh_wire(void)
 	CHECK(fake_mesh.has_lease_key);
 	CHECK(replies("weft=mesh-set\nlease_key=none\n\n", "errno=0\n\n"));
 	CHECK(!fake_mesh.has_lease_key && fake_mesh.n_prefixes == 2);
+
+	/* lease-add: each lease=TEXT line handed to the mesh, which says no
+	 * without a key. */
+	struct mesh_lease l = { .family = AF_INET, .issued = 1, .expires = 2, .addr = { 10, 77, 0, 9 } };
+	char req[512], text[MESH_LEASE_TEXT_LEN];
+
+	memset(l.holder, 0x61, sizeof(l.holder));
+	mesh_lease_format(&l, text);
+	snprintf(req, sizeof(req), "weft=lease-add\nlease=%s\nlease=%s\n\n", text, text);
+	CHECK(replies(req, "message=the mesh has no lease key\nerrno=126\n\n"));
+	CHECK(fake_n_leases == 0);
+	fake_mesh.has_lease_key = true;
+	CHECK(replies(req, "errno=0\n\n"));
+	CHECK(fake_n_leases == 2 && fake_leases[1].addr[3] == 9 && fake_leases[1].holder[0] == 0x61);
+	fake_mesh.has_lease_key = false;
+	fake_n_leases = 0;
 	CHECK(replies("weft=mesh-set\nmode=broadcast\n\n",
 		      "message=mode must be off, unicast or multicast\nerrno=22\n\n"));
 	CHECK(replies("weft=mesh-set\nprefix=10.0.0.0/8\nprefix=10.1.0.0/16\n\n",
