@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "pkt/siphash.h"
 #include "wg/clock.h"
 #include "wg/device.h"
 
@@ -129,11 +130,54 @@ bool mesh_peer_is_newer(struct mesh *m, const struct mesh_loc *l)
 	return l->seq > l->local_seq;
 }
 
+/* This host's leases are found by address through own_index, open
+ * addressing over MESH_OWN_SLOTS (twice the leases: short probes) keyed by
+ * the records' SipHash key, as addresses others chose must not collide. */
+static size_t own_slot(const struct mesh *m, const uint8_t addr[16])
+{
+	uint64_t w[2];
+
+	memcpy(w, addr, sizeof(w));
+	return (size_t)siphash13_2w(&m->hash_key, w[0], w[1]) & (MESH_OWN_SLOTS - 1);
+}
+
+static void own_insert(struct mesh *m, size_t i) WG_REQUIRES(m->lock)
+{
+	size_t s = own_slot(m, m->own[i].addr);
+
+	while (m->own_index[s])
+		s = (s + 1) & (MESH_OWN_SLOTS - 1);
+	m->own_index[s] = (uint16_t)(i + 1);
+}
+
+static void own_reindex(struct mesh *m) WG_REQUIRES(m->lock)
+{
+	if (!m->own_index)
+		return;
+	memset(m->own_index, 0, MESH_OWN_SLOTS * sizeof(*m->own_index));
+	for (size_t i = 0; i < m->n_own; i++)
+		own_insert(m, i);
+}
+
+void mesh_own_clear(struct mesh *m)
+{
+	m->n_own = 0;
+	own_reindex(m);
+}
+
 const struct mesh_lease *mesh_own_lease(struct mesh *m, int family, const uint8_t *addr)
 {
-	for (size_t i = 0; i < m->n_own; i++)
-		if (m->own[i].family == family && !memcmp(m->own[i].addr, addr, mesh_addr_len(family)))
-			return &m->own[i];
+	uint8_t a[16] = { 0 };
+
+	if (!m->n_own)
+		return NULL;
+	memcpy(a, addr, mesh_addr_len(family));
+	for (size_t s = own_slot(m, a); m->own_index[s]; s = (s + 1) & (MESH_OWN_SLOTS - 1)) {
+		const struct mesh_lease *l = &m->own[m->own_index[s] - 1];
+
+		if (l->family == family && !memcmp(l->addr, a, sizeof(a)))
+			return l;
+	}
 	return NULL;
 }
 
@@ -173,7 +217,10 @@ void mesh_drop_expired_own(struct mesh *m, uint64_t wall)
 	for (size_t i = 0; i < m->n_own; i++)
 		if (m->own[i].expires > wall)
 			m->own[k++] = m->own[i];
+	if (k == m->n_own)
+		return;
 	m->n_own = k;
+	own_reindex(m);
 }
 
 int mesh_lease_add(struct wg_device *dev, const struct mesh_lease *leases, size_t n,
@@ -221,9 +268,17 @@ int mesh_lease_add(struct wg_device *dev, const struct mesh_lease *leases, size_
 		err = -ENOSPC;
 		goto out;
 	}
-	if (!m->own && !(m->own = calloc(MESH_OWN_LEASES, sizeof(*m->own)))) {
-		err = -ENOMEM;
-		goto out;
+	if (!m->own) {
+		m->own = calloc(MESH_OWN_LEASES, sizeof(*m->own));
+		m->own_index = calloc(MESH_OWN_SLOTS, sizeof(*m->own_index));
+		if (!m->own || !m->own_index) {
+			free(m->own);
+			free(m->own_index);
+			m->own = NULL;
+			m->own_index = NULL;
+			err = -ENOMEM;
+			goto out;
+		}
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct mesh_lease *l = &leases[i];
@@ -234,9 +289,11 @@ int mesh_lease_add(struct wg_device *dev, const struct mesh_lease *leases, size_
 			continue; /* the one held is as new */
 		if (!have) {
 			assert(m->n_own < MESH_OWN_LEASES); /* counted above */
-			have = &m->own[m->n_own++];
+			m->own[m->n_own] = *l;
+			own_insert(m, m->n_own++);
+		} else {
+			*have = *l;
 		}
-		*have = *l;
 		/* Registered here: the others hear it with its lease now. */
 		loc = mesh_loc_find(m, l->family, l->addr, (uint8_t)(mesh_addr_len(l->family) * 8));
 		if (loc && loc->local_seq)

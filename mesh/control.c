@@ -93,7 +93,7 @@ int mesh_set(struct wg_device *dev, const struct mesh_config *cfg)
 	if (!cfg->has_lease_key)
 		memset(m->cfg.lease_key, 0, sizeof(m->cfg.lease_key));
 	if (rekey)
-		m->n_own = 0;
+		mesh_own_clear(m);
 	if (cfg->mode == MESH_OFF || rekey) {
 		atomic_store(&m->mode, MESH_OFF);
 		mesh_forget(m);

@@ -58,6 +58,7 @@ enum {
 	PEER_NOT_HERE_BURST = 20,
 	BUCKETS_MIN = 256,
 	MESH_OWN_LEASES = 4096,     /* this host's leases (mesh_lease_add) */
+	MESH_OWN_SLOTS = 2 * MESH_OWN_LEASES, /* their index's slots, a power of two */
 };
 
 _Static_assert(MESH_LEASE_SKEW_NS == (uint64_t)SEQ_AHEAD_MS * 1000000,
@@ -120,6 +121,7 @@ struct mesh {
 	_Atomic unsigned int n_released;
 	uint64_t last_seq;
 	struct mesh_lease *own;             /* this host's leases, MESH_OWN_LEASES */
+	uint16_t *own_index;                /* MESH_OWN_SLOTS: 1 + an index in own, or 0 */
 	size_t n_own;
 	struct rate solicit_rate, not_here_rate;
 	/* Per tenant: its solicitations, and its lookups under way (counted
@@ -237,8 +239,9 @@ const struct mesh_lease *mesh_known_lease(struct mesh *m, const struct mesh_loc 
  * this host did (it moved away). By the leases with a lease key and both
  * known, else by the stamps. */
 bool mesh_peer_is_newer(struct mesh *m, const struct mesh_loc *l) WG_REQUIRES(m->lock);
-/* This host's leases that expired by wall-clock wall are dropped. */
+/* This host's leases that expired by wall-clock wall are dropped; or all. */
 void mesh_drop_expired_own(struct mesh *m, uint64_t wall) WG_REQUIRES(m->lock);
+void mesh_own_clear(struct mesh *m) WG_REQUIRES(m->lock);
 /* Whether a received entry says that a host holds its address. */
 bool mesh_claims_holder(const struct mesh_note *n);
 /* With a lease key: whether the entry's lease (checked by

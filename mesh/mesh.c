@@ -883,6 +883,7 @@ void mesh_free(struct wg_device *dev)
 	free(m->inbox_work);
 	free(m->outbox);
 	free(m->own);
+	free(m->own_index);
 	wg_mutex_destroy(&m->lock);
 	pthread_cond_destroy(&m->cond);
 	free(m);
